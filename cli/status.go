@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentbridge/bridge/daemon"
+)
+
+func ensureDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("data directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// probeHealth asks a services listener whether it is ready.
+func probeHealth(ctx context.Context, servicesURL string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, servicesURL+"/health/ready", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("health: %s", resp.Status)
+	}
+	return nil
+}
+
+func (a *app) statusCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Report whether the daemon is running, where, and its health",
+		Long: `Finds the running daemon through daemon.json in the data directory and reports
+its addresses, version, uptime and health.
+
+Exit codes: 0 running, 3 not running, 1 other errors.`,
+		Example: `  bridge status
+  bridge status --json | jq -r .bridge_url`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir, err := a.dir()
+			if err != nil {
+				return err
+			}
+			st, err := daemon.ReadState(dir)
+			if errors.Is(err, daemon.ErrNotRunning) {
+				return a.notRunning(asJSON, dir, "")
+			}
+			if err != nil {
+				return err
+			}
+			health := "ready"
+			if err := probeHealth(cmd.Context(), st.ServicesURL); err != nil {
+				// daemon.json outlives a daemon killed with SIGKILL.
+				return a.notRunning(asJSON, dir, fmt.Sprintf("stale daemon.json from pid %d", st.PID))
+			}
+			uptime := time.Since(st.StartedAt).Truncate(time.Second)
+			if asJSON {
+				return a.printJSON(map[string]any{
+					"running": true, "pid": st.PID, "bridge_url": st.BridgeURL, "services_url": st.ServicesURL,
+					"version": st.Version, "commit": st.Commit, "started_at": st.StartedAt,
+					"uptime_seconds": int64(uptime.Seconds()), "health": health, "data_dir": st.DataDir,
+				})
+			}
+			fmt.Fprintf(a.out, "bridge is running (pid %d, up %s)\n", st.PID, uptime)
+			fmt.Fprintf(a.out, "  bridge API:   %s\n  services API: %s\n  version:      %s (%s)\n  health:       %s\n  data dir:     %s\n",
+				st.BridgeURL, st.ServicesURL, st.Version, st.Commit, health, st.DataDir)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
+	return cmd
+}
+
+func (a *app) notRunning(asJSON bool, dir, why string) error {
+	if asJSON {
+		_ = a.printJSON(map[string]any{"running": false, "data_dir": dir, "reason": why})
+	} else {
+		msg := "bridge is not running"
+		if why != "" {
+			msg += " (" + why + ")"
+		}
+		fmt.Fprintf(a.out, "%s\n  data dir: %s\n  start it with: bridge serve --data-dir %s\n", msg, dir, dir)
+	}
+	return withCode(ExitNotRunning, errors.New(""))
+}
+
+func (a *app) versionCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "version",
+		Short:   "Print the version, commit and build date",
+		Example: "  bridge version\n  bridge version --json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if asJSON {
+				return a.printJSON(a.build)
+			}
+			fmt.Fprintf(a.out, "bridge %s (commit %s, built %s)\n", a.build.Version, a.build.Commit, a.build.Date)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return cmd
+}

@@ -1,0 +1,115 @@
+package daemon
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentbridge/bridge/httpx"
+)
+
+// Config is the daemon's own part of config.yaml: where it listens, how it
+// logs and how many events it keeps. Subsystems read their own sections.
+type Config struct {
+	Listen Listen `yaml:"listen"`
+	Log    Log    `yaml:"log"`
+	Events Events `yaml:"events"`
+}
+
+// Listen configures the two loopback listeners.
+type Listen struct {
+	BridgeHost   string `yaml:"bridge-host" env:"BRIDGE_HOST"`
+	BridgePort   int    `yaml:"bridge-port" env:"BRIDGE_PORT"`
+	ServicesHost string `yaml:"services-host" env:"SERVER_HOST"`
+	ServicesPort int    `yaml:"services-port" env:"SERVER_PORT"`
+	// AllowNonLoopback must be set to bind anything but a loopback address.
+	AllowNonLoopback bool `yaml:"allow-non-loopback" env:"BRIDGE_ALLOW_NON_LOOPBACK"`
+	// AllowedHosts and AllowedOrigins admit a tunnel's hostname and browser
+	// origin in addition to the loopback names; bearer auth stays required.
+	AllowedHosts   []string `yaml:"allowed-hosts" env:"BRIDGE_ALLOWED_HOSTS"`
+	AllowedOrigins []string `yaml:"allowed-origins" env:"BRIDGE_ALLOWED_ORIGINS"`
+}
+
+// Log configures log/slog output.
+type Log struct {
+	Level  string `yaml:"level" env:"BRIDGE_LOG_LEVEL"`
+	Format string `yaml:"format" env:"BRIDGE_LOG_FORMAT"`
+}
+
+// Events sizes the bridge's event ring.
+type Events struct {
+	Capacity int `yaml:"capacity" env:"BRIDGE_EVENTS_CAPACITY"`
+}
+
+// Default ports of the two listeners.
+const (
+	DefaultBridgePort   = 8766
+	DefaultServicesPort = 8080
+)
+
+// DefaultConfig is the configuration used when config.yaml says nothing.
+func DefaultConfig() Config {
+	return Config{
+		Listen: Listen{
+			BridgeHost: "127.0.0.1", BridgePort: DefaultBridgePort,
+			ServicesHost: "127.0.0.1", ServicesPort: DefaultServicesPort,
+		},
+		Log:    Log{Level: "info", Format: "text"},
+		Events: Events{Capacity: 100_000},
+	}
+}
+
+// Validate checks ranges and the loopback rule.
+func (c *Config) Validate() error {
+	for _, p := range []struct {
+		name string
+		port int
+	}{{"listen.bridge-port", c.Listen.BridgePort}, {"listen.services-port", c.Listen.ServicesPort}} {
+		if p.port < 0 || p.port > 65535 {
+			return fmt.Errorf("%s %d is outside 0..65535", p.name, p.port)
+		}
+	}
+	if !c.Listen.AllowNonLoopback {
+		for _, h := range []string{c.Listen.BridgeHost, c.Listen.ServicesHost} {
+			if !httpx.IsLoopbackHost(h) {
+				return fmt.Errorf("refusing to listen on non-loopback address %q; set listen.allow-non-loopback: true to allow it", h)
+			}
+		}
+	}
+	switch strings.ToLower(c.Log.Level) {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("log.level %q is not one of debug, info, warn, error", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		return fmt.Errorf("log.format %q is not text or json", c.Log.Format)
+	}
+	if c.Events.Capacity < 100 || c.Events.Capacity > 100_000_000 {
+		return fmt.Errorf("events.capacity %d is outside 100..100000000", c.Events.Capacity)
+	}
+	return nil
+}
+
+// DefaultDataDir is $BRIDGE_HOME, else the OS user config directory + /bridge.
+func DefaultDataDir() (string, error) {
+	if d := os.Getenv("BRIDGE_HOME"); d != "" {
+		return d, nil
+	}
+	base, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("no data directory: set BRIDGE_HOME or pass --data-dir (%w)", err)
+	}
+	return filepath.Join(base, "bridge"), nil
+}
+
+// Files of the data directory.
+const (
+	ConfigFile     = "config.yaml"
+	OwnerTokenFile = "owner.token"
+	DatabaseFile   = "bridge.db"
+	EventsFile     = "events.bolt"
+	DaemonFile     = "daemon.json"
+)

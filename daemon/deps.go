@@ -1,0 +1,43 @@
+package daemon
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/agentbridge/bridge/config"
+	"github.com/agentbridge/bridge/store"
+	"github.com/agentbridge/bridge/store/broker"
+)
+
+// Deps is what the daemon hands each subsystem's constructor. Subsystems take
+// the fields they need; they never reach into each other's tables.
+type Deps struct {
+	DataDir string
+	DB      *store.DB
+	Broker  broker.Broker
+	Config  *config.File
+	Logger  *slog.Logger
+	// IsOwner reports whether a request carries the owner token
+	// (Authorization: Bearer), compared by hash in constant time.
+	IsOwner func(r *http.Request) bool
+}
+
+// BearerToken extracts the token of an "Authorization: Bearer" header.
+func BearerToken(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimSpace(tok)
+	return tok, tok != ""
+}
+
+func (d *Daemon) isOwner(r *http.Request) bool {
+	tok, ok := BearerToken(r)
+	if !ok || !WellFormedToken(tok) {
+		return false
+	}
+	return HashEqual(TokenHash(tok), d.ownerHash)
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentbridge/bridge/daemon"
 	"github.com/agentbridge/bridge/store"
+	"github.com/agentbridge/bridge/wire"
 )
 
 func (a *app) migrateCmd() *cobra.Command {
@@ -32,7 +33,7 @@ it applied. A data directory created by an older bridge must be migrated before
 			if err := ensureDir(dir); err != nil {
 				return err
 			}
-			applied, err := store.Migrate(cmd.Context(), filepath.Join(dir, daemon.DatabaseFile), daemon.Migrations())
+			applied, err := store.Migrate(cmd.Context(), filepath.Join(dir, daemon.DatabaseFile), wire.Migrations())
 			if err != nil {
 				return err
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentbridge/bridge/config"
 	"github.com/agentbridge/bridge/daemon"
+	"github.com/agentbridge/bridge/wire"
 )
 
 // knownSections are the top-level keys config.yaml may have.
@@ -77,7 +78,7 @@ owner.token (mode 0600). Ctrl-C (SIGINT) or SIGTERM drains and exits 0.`,
 				return err
 			}
 			log := a.logger(cfg.Log)
-			d, err := daemon.Start(cmd.Context(), daemon.Options{DataDir: dir, Config: cfg, File: file, Logger: log, Build: a.build})
+			d, err := daemon.Start(cmd.Context(), wire.Options(daemon.Options{DataDir: dir, Config: cfg, File: file, Logger: log, Build: a.build}))
 			if err != nil {
 				return err
 			}

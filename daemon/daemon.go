@@ -41,7 +41,21 @@ type Options struct {
 	Build   BuildInfo
 	// ShutdownTimeout bounds how long in-flight requests may drain (default 10s).
 	ShutdownTimeout time.Duration
+	// Migrations are every subsystem's schema migrations (see package wire).
+	Migrations []store.Migration
+	// Subsystems build the subsystems, in order, once the stores are open.
+	Subsystems []Factory
 }
+
+// Subsystem is a part of the daemon that serves routes and may run loops.
+type Subsystem interface {
+	Service
+	// Routes registers the subsystem's handlers on the listener(s) it serves.
+	Routes(bridge, services *httprouter.Router)
+}
+
+// Factory builds a subsystem from what the daemon provides.
+type Factory func(Deps) (Subsystem, error)
 
 // Service is a subsystem's lifecycle as the daemon sees it.
 type Service interface {
@@ -118,7 +132,7 @@ func Start(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	}
 	closers = append(closers, d.Bolt.Close)
 
-	d.DB, err = store.Open(ctx, filepath.Join(dir, DatabaseFile), Migrations(), store.Options{})
+	d.DB, err = store.Open(ctx, filepath.Join(dir, DatabaseFile), opts.Migrations, store.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -154,6 +168,16 @@ func Start(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	d.bridgeSrv = d.newServer(bridgeGuard.Wrap(bridgeDenied, bridgeRouter))
 	d.servicesSrv = d.newServer(servicesGuard.Wrap(problemDenied, httpx.WithRequestID("X-Request-ID", servicesRouter)))
 
+	deps := Deps{DataDir: dir, DB: d.DB, Bolt: d.Bolt, Config: opts.File, Logger: d.log, IsOwner: d.isOwner, OwnerHash: d.ownerHash, Build: opts.Build}
+	for _, build := range opts.Subsystems {
+		sub, err := build(deps)
+		if err != nil {
+			return nil, err
+		}
+		d.services = append(d.services, sub)
+		closers = append(closers, sub.Close)
+		sub.Routes(bridgeRouter, servicesRouter)
+	}
 	for _, s := range d.services {
 		if err := s.Start(d.ctx); err != nil {
 			return nil, err

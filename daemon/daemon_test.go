@@ -325,7 +325,7 @@ func TestTokenShape(t *testing.T) {
 	is.True(daemon.WellFormedToken(tok))
 	is.Equal(len(tok), len(daemon.TokenPrefix)+43) // 256 bits
 	is.True(!daemon.WellFormedToken(tok[:len(tok)-1]))
-	is.True(!daemon.WellFormedToken("xyz_"+tok[4:]))
+	is.True(!daemon.WellFormedToken("xyz_" + tok[4:]))
 	other, _ := daemon.NewToken()
 	is.True(!daemon.HashEqual(daemon.TokenHash(tok), daemon.TokenHash(other)))
 	is.True(daemon.HashEqual(daemon.TokenHash(tok), daemon.TokenHash(tok)))

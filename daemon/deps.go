@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/agentbridge/bridge/config"
 	"github.com/agentbridge/bridge/store"
 	"github.com/agentbridge/bridge/store/broker"
@@ -15,12 +17,17 @@ import (
 type Deps struct {
 	DataDir string
 	DB      *store.DB
-	Broker  broker.Broker
-	Config  *config.File
-	Logger  *slog.Logger
+	// Bolt is events.bolt; subsystems use it only through store/ring and
+	// store/broker, each in buckets of its own.
+	Bolt   *bolt.DB
+	Broker broker.Broker
+	Config *config.File
+	Logger *slog.Logger
 	// IsOwner reports whether a request carries the owner token
 	// (Authorization: Bearer), compared by hash in constant time.
-	IsOwner func(r *http.Request) bool
+	IsOwner   func(r *http.Request) bool
+	OwnerHash [32]byte
+	Build     BuildInfo
 }
 
 // BearerToken extracts the token of an "Authorization: Bearer" header.

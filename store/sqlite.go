@@ -219,7 +219,6 @@ func (db *DB) submit(req *writeReq) error {
 	}
 }
 
-
 func (db *DB) writeLoop() {
 	defer close(db.done)
 	batch := make([]*writeReq, 0, db.max)

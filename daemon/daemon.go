@@ -168,7 +168,11 @@ func Start(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	d.bridgeSrv = d.newServer(bridgeGuard.Wrap(bridgeDenied, bridgeRouter))
 	d.servicesSrv = d.newServer(servicesGuard.Wrap(problemDenied, httpx.WithRequestID("X-Request-ID", servicesRouter)))
 
-	deps := Deps{DataDir: dir, DB: d.DB, Bolt: d.Bolt, Config: opts.File, Logger: d.log, IsOwner: d.isOwner, OwnerHash: d.ownerHash, Build: opts.Build}
+	deps := Deps{
+		DataDir: dir, DB: d.DB, Bolt: d.Bolt, Config: opts.File, Logger: d.log, IsOwner: d.isOwner,
+		OwnerHash: d.ownerHash, Build: opts.Build, EventsCapacity: opts.Config.Events.Capacity,
+		BridgeAddr: d.bridgeLn.Addr().String(), ServicesAddr: d.servicesLn.Addr().String(),
+	}
 	for _, build := range opts.Subsystems {
 		sub, err := build(deps)
 		if err != nil {

@@ -28,6 +28,10 @@ type Deps struct {
 	IsOwner   func(r *http.Request) bool
 	OwnerHash [32]byte
 	Build     BuildInfo
+	// EventsCapacity sizes the bridge's event ring (events.capacity).
+	EventsCapacity int
+	// BridgeAddr and ServicesAddr are the listeners' actual addresses.
+	BridgeAddr, ServicesAddr string
 }
 
 // BearerToken extracts the token of an "Authorization: Bearer" header.

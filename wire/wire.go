@@ -4,25 +4,65 @@
 package wire
 
 import (
+	"errors"
+
+	"github.com/agentbridge/bridge/bridge"
 	"github.com/agentbridge/bridge/daemon"
 	"github.com/agentbridge/bridge/store"
+	"github.com/agentbridge/bridge/store/ring"
 )
 
 // Migrations collects the embedded migrations of every subsystem, which own
 // their tables. Versions are global (see store.Migration).
 func Migrations() []store.Migration {
 	var all []store.Migration
+	all = append(all, bridge.Migrations()...)
 	return all
 }
 
 // Subsystems returns the factories of every subsystem, in start order.
-func Subsystems() []daemon.Factory {
-	return nil
+func Subsystems(o BridgeOptions) []daemon.Factory {
+	return []daemon.Factory{bridgeFactory(o)}
+}
+
+// BridgeOptions lets tests point the bridge at a fake agent.
+type BridgeOptions struct {
+	LookPath func(string) (string, error)
 }
 
 // Options completes daemon options with the subsystems and migrations.
 func Options(o daemon.Options) daemon.Options {
+	return OptionsWith(o, BridgeOptions{})
+}
+
+// OptionsWith is Options with bridge settings for tests.
+func OptionsWith(o daemon.Options, b BridgeOptions) daemon.Options {
 	o.Migrations = Migrations()
-	o.Subsystems = Subsystems()
+	o.Subsystems = Subsystems(b)
 	return o
+}
+
+// bridgeSub owns the bridge's event ring beside the service.
+type bridgeSub struct {
+	*bridge.Service
+	ring *ring.Ring
+}
+
+func (b *bridgeSub) Close() error {
+	return errors.Join(b.Service.Close(), b.ring.Close())
+}
+
+func bridgeFactory(o BridgeOptions) daemon.Factory {
+	return func(d daemon.Deps) (daemon.Subsystem, error) {
+		r, err := ring.Open(d.Bolt, "bridge", d.EventsCapacity)
+		if err != nil {
+			return nil, err
+		}
+		svc, err := bridge.New(d, bridge.Options{Ring: r, LookPath: o.LookPath})
+		if err != nil {
+			r.Close()
+			return nil, err
+		}
+		return &bridgeSub{Service: svc, ring: r}, nil
+	}
 }

@@ -1,0 +1,294 @@
+// Package bridge runs AI coding-agent jobs for local apps and IDE panels: it
+// drives the user's own agent CLI (Claude Code, Codex, any command) through
+// package provider, records everything that happens to a job, streams events
+// over SSE and offers an OpenAI-compatible Chat Completions surface. It never
+// holds provider credentials.
+package bridge
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/agentbridge/bridge/bridge/provider"
+	"github.com/agentbridge/bridge/config"
+	"github.com/agentbridge/bridge/daemon"
+	"github.com/agentbridge/bridge/httpx"
+	"github.com/agentbridge/bridge/store"
+	"github.com/agentbridge/bridge/store/ring"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// Migrations are the bridge's tables (versions 0100-0199).
+func Migrations() []store.Migration { return store.MustLoad(migrationFS, "migrations") }
+
+// Config is the `bridge:` section of config.yaml.
+type Config struct {
+	// MaxConcurrentJobs is how many agent processes run at once; more jobs queue.
+	MaxConcurrentJobs int `yaml:"max-concurrent-jobs" env:"BRIDGE_MAX_CONCURRENT_JOBS"`
+	// JobTimeout is the wall-clock limit of one turn of a job.
+	JobTimeout config.Duration `yaml:"job-timeout" env:"BRIDGE_JOB_TIMEOUT"`
+	// InactivityTimeout fails a turn whose agent prints nothing for this long
+	// (agent CLIs are known to hang without a final event).
+	InactivityTimeout config.Duration `yaml:"inactivity-timeout" env:"BRIDGE_INACTIVITY_TIMEOUT"`
+	// Heartbeat is the interval of SSE comment heartbeats (at most 15s).
+	Heartbeat config.Duration `yaml:"heartbeat" env:"BRIDGE_SSE_HEARTBEAT"`
+	// Profiles name agent configurations; "default" always exists.
+	Profiles map[string]Profile `yaml:"profiles" env:"-"`
+}
+
+// Profile selects a provider and its settings.
+type Profile struct {
+	// Provider is claude, codex, command, echo, or auto (claude if on PATH,
+	// else codex, else echo).
+	Provider string   `yaml:"provider"`
+	Command  string   `yaml:"command"`
+	Args     []string `yaml:"args"`
+	Env      []string `yaml:"env"`
+	WorkDir  string   `yaml:"work-dir"`
+}
+
+// DefaultConfig is the bridge's configuration when config.yaml says nothing.
+func DefaultConfig() Config {
+	return Config{
+		MaxConcurrentJobs: 2,
+		JobTimeout:        config.Duration(30 * time.Minute),
+		InactivityTimeout: config.Duration(5 * time.Minute),
+		Heartbeat:         config.Duration(15 * time.Second),
+	}
+}
+
+// Validate checks bounds.
+func (c *Config) Validate() error {
+	switch {
+	case c.MaxConcurrentJobs < 1 || c.MaxConcurrentJobs > 64:
+		return fmt.Errorf("bridge.max-concurrent-jobs %d is outside 1..64", c.MaxConcurrentJobs)
+	case c.JobTimeout.D() < time.Second:
+		return fmt.Errorf("bridge.job-timeout must be at least 1s")
+	case c.InactivityTimeout.D() < 100*time.Millisecond:
+		return fmt.Errorf("bridge.inactivity-timeout must be at least 100ms")
+	case c.Heartbeat.D() < 10*time.Millisecond || c.Heartbeat.D() > 15*time.Second:
+		return fmt.Errorf("bridge.heartbeat must be between 10ms and 15s")
+	}
+	for name, p := range c.Profiles {
+		if !clientIDPattern.MatchString(name) {
+			return fmt.Errorf("bridge.profiles: invalid profile name %q", name)
+		}
+		switch p.Provider {
+		case "", "auto", provider.NameClaude, provider.NameCodex, provider.NameEcho:
+		case provider.NameCommand:
+			if p.Command == "" {
+				return fmt.Errorf("bridge.profiles.%s: provider command needs command", name)
+			}
+		default:
+			return fmt.Errorf("bridge.profiles.%s: unknown provider %q (want auto, claude, codex, command, echo)", name, p.Provider)
+		}
+	}
+	return nil
+}
+
+// LoadConfig reads the bridge section of a config file.
+func LoadConfig(f *config.File) (Config, error) {
+	cfg := DefaultConfig()
+	if err := f.Decode("bridge", &cfg); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// ProfileNames lists the configured profiles, "default" included.
+func (c Config) ProfileNames() []string {
+	names := []string{"default"}
+	for n := range c.Profiles {
+		if n != "default" {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names[1:])
+	return names
+}
+
+type profileRT struct {
+	name     string
+	provider provider.Provider
+	workDir  string
+	env      []string
+}
+
+// Options are the bridge's dependencies beyond daemon.Deps.
+type Options struct {
+	Ring *ring.Ring
+	// LookPath finds agent executables (tests point it at the fake agent).
+	LookPath func(string) (string, error)
+	Now      func() time.Time
+}
+
+// Service is the bridge subsystem.
+type Service struct {
+	db        *store.DB
+	ring      *ring.Ring
+	cfg       Config
+	log       *slog.Logger
+	build     daemon.BuildInfo
+	ownerHash [32]byte
+	profiles  map[string]*profileRT
+	cursors   *httpx.Cursors
+	now       func() time.Time
+
+	sched   *scheduler
+	live    *liveRegistry
+	waiters *waiterRegistry
+	routes  []route
+	addr    func() string
+
+	ctx     context.Context
+	stopped chan struct{}
+	wg      sync.WaitGroup
+}
+
+// New builds the bridge from the daemon's dependencies.
+func New(deps daemon.Deps, opts Options) (*Service, error) {
+	cfg, err := LoadConfig(deps.Config)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Ring == nil {
+		return nil, errors.New("bridge: an event ring is required")
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	s := &Service{
+		db: deps.DB, ring: opts.Ring, cfg: cfg, log: deps.Logger.With("subsystem", "bridge"),
+		build: deps.Build, ownerHash: deps.OwnerHash, now: opts.Now,
+		live: newLiveRegistry(), waiters: newWaiterRegistry(), stopped: make(chan struct{}),
+		addr: func() string { return deps.BridgeAddr },
+	}
+	if s.profiles, err = buildProfiles(cfg, opts.LookPath); err != nil {
+		return nil, err
+	}
+	key, err := s.setting(context.Background(), "cursor_key", 32)
+	if err != nil {
+		return nil, err
+	}
+	s.cursors = httpx.NewCursors(key)
+	s.sched = newScheduler(s, cfg.MaxConcurrentJobs)
+	return s, nil
+}
+
+func buildProfiles(cfg Config, lookPath func(string) (string, error)) (map[string]*profileRT, error) {
+	out := map[string]*profileRT{}
+	profiles := map[string]Profile{}
+	for k, v := range cfg.Profiles {
+		profiles[k] = v
+	}
+	if _, ok := profiles["default"]; !ok {
+		profiles["default"] = Profile{Provider: "auto"}
+	}
+	for name, p := range profiles {
+		pc := provider.Config{Path: p.Command, Args: p.Args, Env: p.Env, LookPath: lookPath}
+		var prov provider.Provider
+		var err error
+		switch p.Provider {
+		case "", "auto":
+			prov = provider.Detect(lookPath)
+		default:
+			prov, err = provider.New(p.Provider, pc)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("bridge.profiles.%s: %w", name, err)
+		}
+		out[name] = &profileRT{name: name, provider: prov, workDir: p.WorkDir, env: p.Env}
+	}
+	return out, nil
+}
+
+// profileNames lists the profile names in order, default first.
+func (s *Service) profileNames() []string {
+	names := make([]string, 0, len(s.profiles))
+	for n := range s.profiles {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if i := slices.Index(names, "default"); i > 0 {
+		names = append([]string{"default"}, slices.Delete(names, i, i+1)...)
+	}
+	return names
+}
+
+// setting returns a persistent random value, creating it on first use.
+func (s *Service) setting(ctx context.Context, name string, size int) ([]byte, error) {
+	var v []byte
+	err := s.db.Reader().QueryRowContext(ctx, `SELECT value FROM bridge_settings WHERE name = ?`, name).Scan(&v)
+	if err == nil {
+		return v, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("bridge: read setting %s: %w", name, err)
+	}
+	v = make([]byte, size)
+	if _, err := rand.Read(v); err != nil {
+		return nil, err
+	}
+	err = s.db.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`INSERT INTO bridge_settings(name, value) VALUES (?, ?) ON CONFLICT(name) DO NOTHING`, name, v)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bridge: store setting %s: %w", name, err)
+	}
+	// Another writer may have won the race; read back what is stored.
+	if err := s.db.Reader().QueryRowContext(ctx, `SELECT value FROM bridge_settings WHERE name = ?`, name).Scan(&v); err != nil {
+		return nil, fmt.Errorf("bridge: read setting %s: %w", name, err)
+	}
+	return v, nil
+}
+
+// Start recovers jobs a previous daemon left running and starts the scheduler.
+func (s *Service) Start(ctx context.Context) error {
+	s.ctx = ctx
+	if err := s.recover(ctx); err != nil {
+		return err
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.sched.loop(ctx)
+	}()
+	return nil
+}
+
+// Close waits for the scheduler and running jobs to stop. Running jobs are
+// killed by the daemon's context; a restart marks them interrupted.
+func (s *Service) Close() error {
+	select {
+	case <-s.stopped:
+	default:
+		close(s.stopped)
+	}
+	s.wg.Wait()
+	s.sched.wait()
+	return nil
+}
+
+func nowString(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// workDirOK checks that a requested working directory exists.
+func workDirOK(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil || !fi.IsDir() {
+		return errf(CodeInvalidRequest, "workDir %q is not an existing directory", dir)
+	}
+	return nil
+}

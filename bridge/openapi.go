@@ -1,0 +1,173 @@
+package bridge
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/julienschmidt/httprouter"
+)
+
+// apiVersion is the version of the bridge's interface description.
+const apiVersion = "0.2.8"
+
+type opDoc struct {
+	summary  string
+	params   []map[string]any
+	body     map[string]any
+	success  string
+	response string // component schema name
+}
+
+func ref(name string) map[string]any { return map[string]any{"$ref": "#/components/schemas/" + name} }
+
+func qparam(name, desc string, schema map[string]any) map[string]any {
+	return map[string]any{"name": name, "in": "query", "required": false, "description": desc, "schema": schema}
+}
+
+var (
+	pageLimit   = map[string]any{"type": "integer", "minimum": 1, "maximum": 200, "default": 100}
+	afterInt    = map[string]any{"type": "integer", "minimum": 0, "default": 0}
+	boolParam   = map[string]any{"type": "string", "enum": []string{"true", "false"}, "default": "false"}
+	idemHeader  = map[string]any{"name": "Idempotency-Key", "in": "header", "required": false, "schema": map[string]any{"type": "string", "minLength": 1, "maxLength": 128}, "description": "a repeat with the same body returns the first answer; a different body answers 409 idempotency_conflict"}
+	emptyBody   = map[string]any{"type": "object", "additionalProperties": false, "maxProperties": 0}
+	jobIDParam  = map[string]any{"name": "id", "in": "path", "required": true, "schema": map[string]any{"type": "string", "format": "uuid"}}
+	toolIDParam = map[string]any{"name": "tool", "in": "path", "required": true, "schema": map[string]any{"type": "integer", "minimum": 1}}
+)
+
+// docs describes every route; TestOpenAPIMatchesRoutes keeps it complete.
+var docs = map[string]opDoc{
+	"GET /v1/bridge/status":       {summary: "Version, listener, provider availability and job counts", success: "200", response: "Status"},
+	"GET /v1/bridge/openapi.json": {summary: "This document", success: "200"},
+	"POST /v1/bridge/jobs":        {summary: "Submit a job (queued; 202)", params: []map[string]any{idemHeader}, body: ref("JobRequest"), success: "202", response: "Job"},
+	"GET /v1/bridge/jobs":         {summary: "List this client's jobs", params: []map[string]any{qparam("limit", "page size", pageLimit), qparam("after", "opaque cursor from `next`", map[string]any{"type": "string"}), qparam("order", "creation order", map[string]any{"type": "string", "enum": []string{"asc", "desc"}, "default": "asc"})}, success: "200", response: "JobPage"},
+	"GET /v1/bridge/jobs/{id}":    {summary: "One job", success: "200", response: "Job"},
+	"GET /v1/bridge/jobs/{id}/audit": {summary: "The job's append-only audit log", params: []map[string]any{qparam("after", "entries after this seq", afterInt), qparam("limit", "page size", pageLimit), qparam("through", "fix pages to the first page's through for an immutable export", map[string]any{"type": "integer", "minimum": 0}), qparam("includePayloads", "complete tool inputs and results; pages stop at about 4 MB", boolParam)},
+		success: "200", response: "AuditPage"},
+	"GET /v1/bridge/jobs/{id}/tools":        {summary: "Tool observations", params: []map[string]any{qparam("after", "observations after this seq", afterInt), qparam("limit", "page size", pageLimit), qparam("filesOnly", "only tools that touched files", boolParam)}, success: "200", response: "ToolPage"},
+	"GET /v1/bridge/jobs/{id}/tools/{tool}": {summary: "One tool observation", success: "200", response: "Tool"},
+	"GET /v1/bridge/jobs/{id}/attempts":     {summary: "Attempts (retry creates one)", success: "200", response: "AttemptList"},
+	"POST /v1/bridge/jobs/{id}/pause":       {summary: "Pause: hold a queued job, or stop a running agent keeping its conversation", body: emptyBody, success: "200", response: "Job"},
+	"POST /v1/bridge/jobs/{id}/resume":      {summary: "Resume a paused job (queued again)", body: emptyBody, success: "200", response: "Job"},
+	"POST /v1/bridge/jobs/{id}/cancel":      {summary: "Cancel: kills the agent's whole process group", body: emptyBody, success: "200", response: "Job"},
+	"POST /v1/bridge/jobs/{id}/retry":       {summary: "Retry a finished job (succeeded, failed, cancelled or interrupted) as a new attempt", body: emptyBody, success: "202", response: "Job"},
+	"GET /v1/bridge/jobs/{id}/result":       {summary: "Result; 202 while the job is not terminal", success: "200", response: "Result"},
+	"GET /v1/bridge/jobs/{id}/messages":     {summary: "The conversation", success: "200", response: "MessageList"},
+	"POST /v1/bridge/jobs/{id}/messages":    {summary: "Continue the conversation", params: []map[string]any{idemHeader}, body: ref("MessageRequest"), success: "202", response: "MessageAccepted"},
+	"GET /v1/bridge/events": {summary: "Server-sent events of this client's jobs", params: []map[string]any{{"name": "Last-Event-ID", "in": "header", "required": false, "schema": map[string]any{"type": "integer", "minimum": 0}, "description": "resume after this id; 409 cursor_expired when older than the retained events"}},
+		success: "200"},
+	"POST /v1/bridge/admin/tokens":             {summary: "Create a client token (owner token only); the token is shown once", body: ref("TokenRequest"), success: "201", response: "IssuedToken"},
+	"GET /v1/bridge/admin/tokens":              {summary: "List issued tokens without their secrets (owner token only)", success: "200", response: "TokenList"},
+	"DELETE /v1/bridge/admin/clients/{client}": {summary: "Revoke every token of a client; closes its streams and waiters (owner token only)", params: []map[string]any{{"name": "client", "in": "path", "required": true, "schema": map[string]any{"type": "string", "pattern": clientIDPattern.String()}}}, success: "200", response: "Revocation"},
+	"POST /v1/chat/completions":                {summary: "OpenAI-compatible Chat Completions (read and submit scopes); model bridge/default or bridge/<profile>", body: map[string]any{"type": "object", "required": []string{"model", "messages"}}, success: "200"},
+	"GET /v1/models":                           {summary: "Models: bridge/<profile> for each profile the token may use", success: "200"},
+}
+
+func openAPIPath(p string) string {
+	parts := strings.Split(p, "/")
+	for i, s := range parts {
+		if strings.HasPrefix(s, ":") {
+			parts[i] = "{" + s[1:] + "}"
+		}
+	}
+	return strings.Join(parts, "/")
+}
+
+func schemaObj(props map[string]any, required ...string) map[string]any {
+	o := map[string]any{"type": "object", "properties": props}
+	if len(required) > 0 {
+		o["required"] = required
+	}
+	return o
+}
+
+var (
+	str     = map[string]any{"type": "string"}
+	integer = map[string]any{"type": "integer"}
+	boolean = map[string]any{"type": "boolean"}
+	anyJSON = map[string]any{}
+	dt      = map[string]any{"type": []string{"string", "null"}, "format": "date-time"}
+)
+
+func arrayOf(items map[string]any) map[string]any {
+	return map[string]any{"type": "array", "items": items}
+}
+
+func (s *Service) openAPI() map[string]any {
+	paths := map[string]any{}
+	for _, rt := range s.routes {
+		p := openAPIPath(rt.Path)
+		d := docs[rt.Method+" "+p]
+		op := map[string]any{"summary": d.summary, "security": []any{map[string]any{"bearer": []string{}}}, "x-access": rt.Access}
+		params := append([]map[string]any{}, d.params...)
+		if strings.Contains(p, "{id}") {
+			params = append(params, jobIDParam)
+		}
+		if strings.Contains(p, "{tool}") {
+			params = append(params, toolIDParam)
+		}
+		if len(params) > 0 {
+			op["parameters"] = params
+		}
+		if d.body != nil {
+			op["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": d.body}}}
+		}
+		ok := map[string]any{"description": "success"}
+		if d.response != "" {
+			ok["content"] = map[string]any{"application/json": map[string]any{"schema": ref(d.response)}}
+		}
+		responses := map[string]any{d.success: ok, "default": map[string]any{"description": "error", "content": map[string]any{"application/json": map[string]any{"schema": ref("Error")}}}}
+		if rt.Path == "/v1/bridge/jobs/:id/result" {
+			responses["202"] = map[string]any{"description": "not yet terminal", "content": map[string]any{"application/json": map[string]any{"schema": ref("Result")}}}
+		}
+		op["responses"] = responses
+		item, _ := paths[p].(map[string]any)
+		if item == nil {
+			item = map[string]any{}
+			paths[p] = item
+		}
+		item[strings.ToLower(rt.Method)] = op
+	}
+	states := []string{string(StateQueued), string(StateRunning), string(StatePaused), string(StateSucceeded), string(StateFailed), string(StateCancelled), string(StateInterrupted)}
+	jobErr := schemaObj(map[string]any{"code": str, "message": str}, "code", "message")
+	usage := schemaObj(map[string]any{"inputTokens": integer, "outputTokens": integer, "cacheReadTokens": integer, "cacheWriteTokens": integer, "reasoningTokens": integer, "costUsd": map[string]any{"type": "number"}})
+	codes := []string{CodeUnauthorized, CodeInsufficientScope, CodeProfileNotAllowed, CodeOwnerOnly, CodeHostNotAllowed, CodeNotFound, CodeInvalidRequest, CodeInvalidParameter, CodeUnknownProfile, CodeUnsupportedMedia, CodeBodyTooLarge, CodeInvalidTransition, CodeIdempotencyConflict, CodeCursorExpired, CodeInternal}
+	return map[string]any{
+		"openapi": "3.1.0",
+		"info":    map[string]any{"title": "Agent Bridge API", "version": apiVersion, "description": "Agent jobs, messages, audit, tool observations, events and tokens of the local agent bridge."},
+		"servers": []any{map[string]any{"url": "http://127.0.0.1:8766"}},
+		"paths":   paths,
+		"components": map[string]any{
+			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer", "description": "a bridge token (brg_...) in Authorization; never in the URL"}},
+			"schemas": map[string]any{
+				"Error": schemaObj(map[string]any{"error": schemaObj(map[string]any{"code": map[string]any{"type": "string", "enum": codes}, "message": str}, "code", "message")}, "error"),
+				"JobRequest": map[string]any{"type": "object", "additionalProperties": false, "required": []string{"prompt"}, "properties": map[string]any{
+					"profile": map[string]any{"type": "string", "default": "default"}, "prompt": map[string]any{"type": "string", "minLength": 1, "maxLength": maxTextChars},
+					"workDir":  map[string]any{"type": "string", "maxLength": maxWorkDir, "description": "an existing absolute directory"},
+					"metadata": map[string]any{"type": "object", "maxProperties": maxMetaEntries, "additionalProperties": map[string]any{"type": "string", "maxLength": maxMetaValue}}}},
+				"Job": schemaObj(map[string]any{"id": map[string]any{"type": "string", "format": "uuid"}, "client": str, "profile": str, "provider": str, "source": map[string]any{"type": "string", "enum": []string{"api", "chat"}},
+					"state": map[string]any{"type": "string", "enum": states}, "prompt": str, "workDir": str, "metadata": map[string]any{"type": "object", "additionalProperties": str},
+					"attempt": integer, "sessionId": str, "lastError": map[string]any{"oneOf": []any{jobErr, map[string]any{"type": "null"}}}, "usage": usage,
+					"createdAt": dt, "updatedAt": dt, "startedAt": dt, "finishedAt": dt}, "id", "client", "profile", "state", "attempt"),
+				"JobPage":         schemaObj(map[string]any{"jobs": arrayOf(ref("Job")), "next": map[string]any{"type": []string{"string", "null"}}, "hasMore": boolean}, "jobs", "next"),
+				"AuditPage":       schemaObj(map[string]any{"jobId": str, "through": integer, "entries": arrayOf(schemaObj(map[string]any{"seq": integer, "attempt": integer, "kind": str, "summary": anyJSON, "payload": anyJSON, "createdAt": dt})), "nextAfter": map[string]any{"type": []string{"integer", "null"}}, "hasMore": boolean}, "through", "entries"),
+				"Tool":            schemaObj(map[string]any{"seq": integer, "attempt": integer, "callId": str, "name": str, "input": anyJSON, "output": map[string]any{"type": []string{"string", "null"}}, "status": map[string]any{"type": "string", "enum": []string{"running", "succeeded", "failed", "abandoned"}}, "error": map[string]any{"type": []string{"string", "null"}}, "files": arrayOf(str), "startedAt": dt, "finishedAt": dt, "durationMs": map[string]any{"type": []string{"integer", "null"}}}, "seq", "name", "status"),
+				"ToolPage":        schemaObj(map[string]any{"jobId": str, "tools": arrayOf(ref("Tool")), "nextAfter": map[string]any{"type": []string{"integer", "null"}}, "hasMore": boolean}, "tools"),
+				"AttemptList":     schemaObj(map[string]any{"jobId": str, "current": integer, "attempts": arrayOf(schemaObj(map[string]any{"n": integer, "state": str, "reason": str, "sessionId": str, "error": anyJSON, "usage": usage, "createdAt": dt, "startedAt": dt, "finishedAt": dt}))}, "attempts"),
+				"Result":          schemaObj(map[string]any{"jobId": str, "state": str, "attempt": integer, "result": map[string]any{"type": []string{"string", "null"}}, "error": anyJSON, "usage": usage, "finishedAt": dt}, "jobId", "state"),
+				"MessageRequest":  map[string]any{"type": "object", "additionalProperties": false, "required": []string{"text"}, "properties": map[string]any{"text": map[string]any{"type": "string", "minLength": 1, "maxLength": maxTextChars}}},
+				"Message":         schemaObj(map[string]any{"seq": integer, "attempt": integer, "role": map[string]any{"type": "string", "enum": []string{"user", "assistant"}}, "text": str, "status": str, "createdAt": dt}),
+				"MessageList":     schemaObj(map[string]any{"jobId": str, "sessionId": str, "messages": arrayOf(ref("Message"))}, "messages"),
+				"MessageAccepted": schemaObj(map[string]any{"message": ref("Message"), "job": ref("Job")}, "message", "job"),
+				"Status":          schemaObj(map[string]any{"version": str, "apiVersion": str, "listener": str, "providers": arrayOf(anyJSON), "jobs": anyJSON, "concurrency": anyJSON, "events": anyJSON}),
+				"TokenRequest":    map[string]any{"type": "object", "additionalProperties": false, "required": []string{"id", "profiles", "scopes"}, "properties": map[string]any{"id": map[string]any{"type": "string", "pattern": clientIDPattern.String()}, "profiles": arrayOf(str), "scopes": arrayOf(map[string]any{"type": "string", "enum": AllScopes})}},
+				"IssuedToken":     schemaObj(map[string]any{"token": str, "tokenId": str, "client": str, "profiles": arrayOf(str), "scopes": arrayOf(str), "createdAt": dt}, "token"),
+				"TokenList":       schemaObj(map[string]any{"tokens": arrayOf(schemaObj(map[string]any{"tokenId": str, "client": str, "profiles": arrayOf(str), "scopes": arrayOf(str), "createdAt": dt, "revokedAt": dt}))}),
+				"Revocation":      schemaObj(map[string]any{"client": str, "revokedTokens": integer, "closedStreams": integer}),
+			},
+		},
+	}
+}
+
+func (s *Service) handleOpenAPI(w http.ResponseWriter, r *http.Request, _ Principal, _ httprouter.Params) error {
+	return respond(w, http.StatusOK, s.openAPI())
+}

@@ -1,0 +1,270 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+)
+
+// Claude drives Claude Code in print mode:
+//
+//	claude -p --output-format stream-json --verbose [Config.Args...] [--resume <session>]
+//
+// with the prompt on stdin. Its stream-json output is one JSON object per
+// line: system/init (session id), assistant messages (text, thinking and
+// tool_use blocks), user messages (tool_result blocks) and a terminal
+// result line with the final text, cost and usage.
+type Claude struct{ cfg Config }
+
+// NewClaude returns the Claude Code provider. cfg.Path defaults to "claude".
+func NewClaude(cfg Config) *Claude { return &Claude{cfg: cfg.withDefaults("claude")} }
+
+// Name returns "claude".
+func (c *Claude) Name() string { return NameClaude }
+
+// Available reports whether the claude executable is found.
+func (c *Claude) Available() error { return c.cfg.available(NameClaude) }
+
+// Demo returns false.
+func (c *Claude) Demo() bool { return false }
+
+// Run executes one turn; see [Provider].
+func (c *Claude) Run(ctx context.Context, req Request, emit func(Event)) (Result, error) {
+	return runProcess(ctx, procSpec{
+		name:   NameClaude,
+		cfg:    c.cfg,
+		args:   claudeArgs(c.cfg.Args, req.SessionID),
+		req:    req,
+		parser: newClaudeParser(),
+	}, emit)
+}
+
+// claudeArgs builds the argument list. The prompt is not among them: with
+// no prompt argument, print mode reads it from stdin, which avoids argv
+// limits and prompts that look like flags.
+func claudeArgs(extra []string, sessionID string) []string {
+	args := []string{"-p", "--output-format", "stream-json", "--verbose"}
+	args = append(args, extra...)
+	if sessionID != "" {
+		args = append(args, "--resume", sessionID)
+	}
+	return args
+}
+
+// claudeLine is the union of the stream-json line shapes we read.
+type claudeLine struct {
+	Type      string         `json:"type"`
+	Subtype   string         `json:"subtype"`
+	SessionID string         `json:"session_id"`
+	Message   *claudeMessage `json:"message"`
+	// result lines
+	Result       string          `json:"result"`
+	IsError      bool            `json:"is_error"`
+	TotalCostUSD float64         `json:"total_cost_usd"`
+	Usage        *claudeUsage    `json:"usage"`
+	Errors       json.RawMessage `json:"errors"` // strings, or objects in some versions
+}
+
+type claudeMessage struct {
+	Content json.RawMessage `json:"content"` // array of blocks, or a string
+}
+
+type claudeBlock struct {
+	Type     string          `json:"type"`
+	Text     string          `json:"text"`
+	Thinking string          `json:"thinking"`
+	ID       string          `json:"id"`
+	Name     string          `json:"name"`
+	Input    json.RawMessage `json:"input"`
+	// tool_result
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	IsError   bool            `json:"is_error"`
+}
+
+type claudeUsage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+}
+
+type claudeParser struct {
+	st    turnState
+	tools map[string]toolRef
+}
+
+func newClaudeParser() *claudeParser { return &claudeParser{tools: map[string]toolRef{}} }
+
+func (p *claudeParser) state() *turnState { return &p.st }
+
+func (p *claudeParser) finish(int, string, time.Time) []Event { return nil }
+
+func (p *claudeParser) parseLine(line []byte, now time.Time) []Event {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return nil
+	}
+	var m claudeLine
+	if err := json.Unmarshal(line, &m); !decoded(err) {
+		return []Event{rawEvent(line, p.st.sessionID, now)}
+	}
+	if m.SessionID != "" && p.st.sessionID == "" {
+		p.st.sessionID = m.SessionID // every line carries it; init may be missed
+	}
+	base := Event{SessionID: p.st.sessionID, Raw: line, Time: now}
+	var evs []Event
+	switch m.Type {
+	case "system":
+		if m.Subtype == "init" && m.SessionID != "" {
+			p.st.sessionID = m.SessionID
+			ev := base
+			ev.Kind, ev.SessionID = EventSession, m.SessionID
+			evs = append(evs, ev)
+		}
+	case "assistant":
+		evs = p.assistant(m.Message, base)
+	case "user":
+		evs = p.user(m.Message, base)
+	case "result":
+		evs = p.result(&m, base)
+	}
+	if len(evs) == 0 {
+		// rate_limit_event, stream_event, other system subtypes, user text...
+		return []Event{rawEvent(line, p.st.sessionID, now)}
+	}
+	return evs
+}
+
+func blocks(msg *claudeMessage) ([]claudeBlock, string) {
+	if msg == nil || len(msg.Content) == 0 {
+		return nil, ""
+	}
+	var bs []claudeBlock
+	if json.Unmarshal(msg.Content, &bs) == nil {
+		return bs, ""
+	}
+	var s string
+	if json.Unmarshal(msg.Content, &s) == nil {
+		return nil, s
+	}
+	return nil, ""
+}
+
+func (p *claudeParser) assistant(msg *claudeMessage, base Event) []Event {
+	bs, text := blocks(msg)
+	var evs []Event
+	if text != "" {
+		bs = append(bs, claudeBlock{Type: "text", Text: text})
+	}
+	for _, b := range bs {
+		ev := base
+		switch b.Type {
+		case "text":
+			if b.Text == "" {
+				continue
+			}
+			p.st.lastMessage = b.Text
+			ev.Kind, ev.Text = EventMessage, b.Text
+		case "thinking":
+			if b.Thinking == "" {
+				continue
+			}
+			ev.Kind, ev.Text = EventReasoning, b.Thinking
+		case "tool_use", "server_tool_use", "mcp_tool_use":
+			files := filesFromInput(b.Input)
+			p.tools[b.ID] = toolRef{name: b.Name, files: files}
+			ev.Kind = EventToolCall
+			ev.Tool = &ToolEvent{ID: b.ID, Name: b.Name, Input: b.Input, Files: files}
+		default:
+			continue // redacted_thinking, images, ...
+		}
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+func (p *claudeParser) user(msg *claudeMessage, base Event) []Event {
+	bs, _ := blocks(msg)
+	var evs []Event
+	for _, b := range bs {
+		if b.Type != "tool_result" {
+			continue
+		}
+		ref := p.tools[b.ToolUseID]
+		ev := base
+		ev.Kind = EventToolResult
+		ev.Tool = &ToolEvent{
+			ID:      b.ToolUseID,
+			Name:    ref.name,
+			Output:  contentText(b.Content),
+			IsError: b.IsError,
+			Files:   ref.files,
+		}
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+func (p *claudeParser) result(m *claudeLine, base Event) []Event {
+	if m.SessionID != "" {
+		p.st.sessionID = m.SessionID
+	}
+	u := Usage{CostUSD: m.TotalCostUSD}
+	if m.Usage != nil {
+		u.InputTokens = m.Usage.InputTokens
+		u.OutputTokens = m.Usage.OutputTokens
+		u.CacheReadTokens = m.Usage.CacheReadInputTokens
+		u.CacheWriteTokens = m.Usage.CacheCreationInputTokens
+	}
+	isError := m.IsError || (m.Subtype != "" && m.Subtype != "success")
+	text := m.Result
+	switch {
+	case text == "" && isError:
+		text = errorsText(m.Errors)
+		if text == "" {
+			text = "claude: " + m.Subtype
+		}
+	case text == "":
+		text = p.st.lastMessage
+	}
+	p.st.terminal = true
+	p.st.text = text
+	p.st.isError = isError
+	p.st.subtype = m.Subtype
+	p.st.usage = u
+
+	base.SessionID = p.st.sessionID
+	usage, res := base, base
+	usage.Kind = EventUsage
+	usage.Usage = &u
+	res.Kind, res.Text, res.IsError = EventResult, text, isError
+	uc := u
+	res.Usage = &uc
+	return []Event{usage, res}
+}
+
+// errorsText renders the result's errors field (an array of strings or of
+// objects with a message) as one line.
+func errorsText(raw json.RawMessage) string {
+	var items []json.RawMessage
+	if json.Unmarshal(raw, &items) != nil {
+		return contentText(raw)
+	}
+	var out []string
+	for _, it := range items {
+		var obj struct {
+			Message string `json:"message"`
+		}
+		s := contentText(it)
+		if json.Unmarshal(it, &obj) == nil && obj.Message != "" {
+			s = obj.Message
+		}
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, "; ")
+}

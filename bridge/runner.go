@@ -1,0 +1,525 @@
+package bridge
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentbridge/bridge/bridge/provider"
+)
+
+// Causes with which a running turn's context is cancelled.
+var (
+	errPaused    = errors.New("paused by the client")
+	errCancelled = errors.New("cancelled by the client")
+	errTimeout   = errors.New("job wall-clock limit reached")
+	errInactive  = errors.New("agent inactive")
+)
+
+// scheduler starts queued jobs up to the concurrency limit.
+type scheduler struct {
+	s     *Service
+	slots int
+	wake  chan struct{}
+
+	mu      sync.Mutex
+	running map[string]context.CancelCauseFunc
+	wg      sync.WaitGroup
+}
+
+func newScheduler(s *Service, slots int) *scheduler {
+	return &scheduler{s: s, slots: slots, wake: make(chan struct{}, 1), running: map[string]context.CancelCauseFunc{}}
+}
+
+// kick asks the loop to look for queued work now.
+func (sc *scheduler) kick() {
+	select {
+	case sc.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (sc *scheduler) loop(ctx context.Context) {
+	// The ticker is a safety net; kick does the real work.
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		sc.fill(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-sc.wake:
+		case <-t.C:
+		}
+	}
+}
+
+func (sc *scheduler) wait() { sc.wg.Wait() }
+
+// stop cancels a running turn with cause; it reports whether one was running.
+func (sc *scheduler) stop(jobID string, cause error) bool {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if cancel, ok := sc.running[jobID]; ok {
+		cancel(cause)
+		return true
+	}
+	return false
+}
+
+func (sc *scheduler) fill(ctx context.Context) {
+	for ctx.Err() == nil {
+		sc.mu.Lock()
+		free := sc.slots - len(sc.running)
+		busy := make([]any, 0, len(sc.running))
+		for id := range sc.running {
+			busy = append(busy, id)
+		}
+		sc.mu.Unlock()
+		if free <= 0 {
+			return
+		}
+		ids, err := sc.queued(ctx, free+len(busy))
+		if err != nil {
+			sc.s.log.Error("read queued jobs", "err", err)
+			return
+		}
+		started := 0
+		for _, id := range ids {
+			if started == free {
+				break
+			}
+			if sc.isRunning(id) {
+				continue
+			}
+			if sc.start(ctx, id) {
+				started++
+			}
+		}
+		if started == 0 {
+			return
+		}
+	}
+}
+
+func (sc *scheduler) isRunning(id string) bool {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	_, ok := sc.running[id]
+	return ok
+}
+
+func (sc *scheduler) queued(ctx context.Context, n int) ([]string, error) {
+	rows, err := sc.s.db.Reader().QueryContext(ctx, `SELECT id FROM bridge_jobs WHERE state = ? ORDER BY queued_at, seq LIMIT ?`, StateQueued, n)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// start claims a queued job and runs its next turn in a goroutine.
+func (sc *scheduler) start(ctx context.Context, id string) bool {
+	s := sc.s
+	turnCtx, cancel := context.WithCancelCause(ctx)
+	// Register before the state changes, so a pause or cancel that sees the
+	// job running always finds its cancel function.
+	sc.mu.Lock()
+	sc.running[id] = cancel
+	sc.mu.Unlock()
+	job, err := s.change(ctx, Principal{Owner: true}, id, ActStart, func(tx *sql.Tx, j *Job, _ *pending) error {
+		if j.StartedAt == nil {
+			j.StartedAt = ptrTime(s.now().UTC())
+		}
+		j.FinishedAt = nil
+		return nil
+	})
+	if err != nil {
+		sc.mu.Lock()
+		delete(sc.running, id)
+		sc.mu.Unlock()
+		cancel(nil)
+		return false // paused or cancelled in between
+	}
+	sc.wg.Add(1)
+	go func() {
+		defer sc.wg.Done()
+		defer func() {
+			sc.mu.Lock()
+			delete(sc.running, id)
+			sc.mu.Unlock()
+			cancel(nil)
+			sc.kick()
+		}()
+		sc.runTurn(ctx, turnCtx, job)
+	}()
+	return true
+}
+
+// runTurn gives the job's next pending message to the agent and records
+// everything until the turn ends.
+func (sc *scheduler) runTurn(daemonCtx, ctx context.Context, job Job) {
+	s := sc.s
+	prof, ok := s.profiles[job.Profile]
+	if !ok {
+		s.finishTurn(job, ActFail, &JobError{Code: JobErrUnavailable, Message: fmt.Sprintf("profile %q is no longer configured", job.Profile)}, "", 0)
+		return
+	}
+	msg, ok, err := s.takeMessage(daemonCtx, job)
+	if err != nil {
+		s.log.Error("take message", "job", job.ID, "err", err)
+		return
+	}
+	if !ok {
+		// Nothing left to say (a paused turn that had already finished).
+		s.finishTurn(job, ActSucceed, nil, job.resultText, 0)
+		return
+	}
+	runCtx, cancelTimeout := context.WithTimeoutCause(ctx, s.cfg.JobTimeout.D(), errTimeout)
+	defer cancelTimeout()
+	watchCtx, cancelWatch := context.WithCancelCause(runCtx)
+	defer cancelWatch(nil)
+	rec := newRecorder(s, job)
+	go watchdog(watchCtx, cancelWatch, &rec.lastActivity, s.cfg.InactivityTimeout.D())
+
+	workDir := job.WorkDir
+	if workDir == "" {
+		workDir = prof.workDir
+	}
+	res, runErr := prof.provider.Run(watchCtx, provider.Request{Prompt: msg, WorkDir: workDir, SessionID: job.SessionID}, rec.emit)
+	rec.flushTools(res)
+	cause := context.Cause(watchCtx)
+
+	switch {
+	case daemonCtx.Err() != nil:
+		// Shutting down: leave the job running; the next start marks it
+		// interrupted, and nothing is written with a cancelled context.
+		return
+	case errors.Is(cause, errPaused):
+		s.requeueMessage(job) // the interrupted input runs again on resume
+	case errors.Is(cause, errCancelled):
+		// Already cancelled by the request that stopped it.
+	case errors.Is(cause, errTimeout):
+		s.finishTurn(job, ActFail, &JobError{Code: JobErrTimeout, Message: fmt.Sprintf("the turn ran longer than %s", s.cfg.JobTimeout.D())}, "", 0)
+	case errors.Is(cause, errInactive):
+		s.finishTurn(job, ActFail, &JobError{Code: JobErrInactive, Message: fmt.Sprintf("the agent printed nothing for %s", s.cfg.InactivityTimeout.D())}, "", 0)
+	case runErr != nil:
+		var exit *provider.ExitError
+		code := JobErrUnavailable
+		if errors.As(runErr, &exit) {
+			code = JobErrCrashed
+		}
+		s.finishTurn(job, ActFail, &JobError{Code: code, Message: runErr.Error()}, "", 0)
+	case res.IsError:
+		s.finishTurn(job, ActFail, &JobError{Code: JobErrAgent, Message: excerpt(res.Text, 2000)}, res.Text, 0)
+	default:
+		s.finishTurn(job, ActSucceed, nil, res.Text, 1)
+	}
+}
+
+// watchdog cancels a turn whose agent has been silent for longer than limit.
+func watchdog(ctx context.Context, cancel context.CancelCauseFunc, last *atomic.Int64, limit time.Duration) {
+	tick := limit / 4
+	if tick < 10*time.Millisecond {
+		tick = 10 * time.Millisecond
+	}
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if time.Since(time.Unix(0, last.Load())) > limit {
+				cancel(errInactive)
+				return
+			}
+		}
+	}
+}
+
+// takeMessage marks the oldest pending message of the current attempt
+// delivered and returns its text.
+func (s *Service) takeMessage(ctx context.Context, job Job) (string, bool, error) {
+	var text string
+	var found bool
+	err := s.db.Write(ctx, func(tx *sql.Tx) error {
+		var seq int
+		err := tx.QueryRow(`SELECT seq, text FROM bridge_messages WHERE job_id = ? AND attempt = ? AND role = 'user' AND status = 'pending' ORDER BY seq LIMIT 1`,
+			job.ID, job.Attempt).Scan(&seq, &text)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		found = true
+		_, err = tx.Exec(`UPDATE bridge_messages SET status = 'delivered' WHERE job_id = ? AND seq = ?`, job.ID, seq)
+		return err
+	})
+	return text, found, err
+}
+
+func (s *Service) requeueMessage(job Job) {
+	err := s.db.Write(context.Background(), func(tx *sql.Tx) error {
+		_, err := tx.Exec(`UPDATE bridge_messages SET status = 'pending' WHERE job_id = ? AND attempt = ? AND seq =
+			(SELECT MAX(seq) FROM bridge_messages WHERE job_id = ? AND attempt = ? AND role = 'user' AND status = 'delivered')`,
+			job.ID, job.Attempt, job.ID, job.Attempt)
+		return err
+	})
+	if err != nil {
+		s.log.Error("requeue message", "job", job.ID, "err", err)
+	}
+}
+
+// finishTurn records a turn's outcome. When more messages wait, the job goes
+// back to the queue instead of ending.
+func (s *Service) finishTurn(job Job, act Action, jobErr *JobError, text string, _ int) {
+	ctx := context.Background()
+	var final Job
+	err := s.write(ctx, func(tx *sql.Tx, ev *pending) error {
+		cur, err := s.getJob(ctx, txq{tx}, Principal{Owner: true}, job.ID)
+		if err != nil {
+			return err
+		}
+		if cur.State != StateRunning || cur.Attempt != job.Attempt {
+			// Paused or cancelled while the agent finished: keep what the
+			// client decided, but keep the answer too.
+			final = cur
+			return s.saveAssistant(tx, cur, text, ev)
+		}
+		var waiting int
+		if err := tx.QueryRow(`SELECT count(*) FROM bridge_messages WHERE job_id = ? AND attempt = ? AND role = 'user' AND status = 'pending'`, cur.ID, cur.Attempt).Scan(&waiting); err != nil {
+			return err
+		}
+		if act == ActSucceed && waiting > 0 {
+			act = ActRequeue
+		}
+		from := cur.State
+		if cur.State, err = Next(cur.State, act); err != nil {
+			return err
+		}
+		cur.UpdatedAt = s.now().UTC()
+		cur.LastError = jobErr
+		if text != "" || act != ActSucceed {
+			cur.resultText = text
+		}
+		if cur.State.Terminal() {
+			cur.FinishedAt = ptrTime(cur.UpdatedAt)
+		}
+		if err := s.saveAssistant(tx, cur, text, ev); err != nil {
+			return err
+		}
+		if jobErr != nil {
+			if err := s.audit(tx, cur.ID, cur.Attempt, "job.error", jobErr, nil); err != nil {
+				return err
+			}
+		}
+		final = cur
+		return s.saveState(tx, &cur, from, act, ev)
+	})
+	if err != nil {
+		s.log.Error("record turn outcome", "job", job.ID, "err", err)
+		return
+	}
+	s.waiters.finish(final)
+	s.sched.kick()
+}
+
+// saveAssistant stores the agent's final answer of a turn as a message.
+func (s *Service) saveAssistant(tx *sql.Tx, j Job, text string, ev *pending) error {
+	if text == "" {
+		return nil
+	}
+	seq, err := nextSeq(tx, "bridge_messages", j.ID)
+	if err != nil {
+		return err
+	}
+	m := Message{Seq: seq, Attempt: j.Attempt, Role: "assistant", Text: text, Status: "final", CreatedAt: s.now().UTC()}
+	if _, err := tx.Exec(`INSERT INTO bridge_messages(job_id, seq, attempt, role, text, status, created_at) VALUES (?, ?, ?, 'assistant', ?, 'final', ?)`,
+		j.ID, seq, j.Attempt, text, nowString(m.CreatedAt)); err != nil {
+		return err
+	}
+	ev.add(j.Client, j.ID, "message.created", m)
+	return nil
+}
+
+// recorder turns provider events into audit entries, tool observations,
+// usage and live events.
+type recorder struct {
+	s            *Service
+	job          Job
+	lastActivity atomic.Int64
+	tools        map[string]int // provider call id -> tool seq
+}
+
+func newRecorder(s *Service, job Job) *recorder {
+	r := &recorder{s: s, job: job, tools: map[string]int{}}
+	r.lastActivity.Store(time.Now().UnixNano())
+	return r
+}
+
+// emit is called by the provider for every output line, in order.
+func (r *recorder) emit(e provider.Event) {
+	r.lastActivity.Store(time.Now().UnixNano())
+	s, j := r.s, r.job
+	ctx := context.Background()
+	var err error
+	switch e.Kind {
+	case provider.EventSession:
+		err = s.write(ctx, func(tx *sql.Tx, ev *pending) error {
+			if _, err := tx.Exec(`UPDATE bridge_jobs SET session_id = ? WHERE id = ?`, e.SessionID, j.ID); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(`UPDATE bridge_attempts SET session_id = ? WHERE job_id = ? AND n = ?`, e.SessionID, j.ID, j.Attempt); err != nil {
+				return err
+			}
+			return s.audit(tx, j.ID, j.Attempt, "agent.session", map[string]string{"sessionId": e.SessionID}, nil)
+		})
+	case provider.EventMessage, provider.EventReasoning:
+		if e.Kind == provider.EventMessage {
+			s.waiters.delta(j.ID, e.Text)
+		}
+		err = s.write(ctx, func(tx *sql.Tx, ev *pending) error {
+			ev.add(j.Client, j.ID, "agent."+string(e.Kind), map[string]string{"text": e.Text})
+			return s.audit(tx, j.ID, j.Attempt, "agent."+string(e.Kind), map[string]string{"text": excerpt(e.Text, 200)}, map[string]string{"text": e.Text})
+		})
+	case provider.EventToolCall:
+		err = r.toolCall(ctx, e.Tool)
+	case provider.EventToolResult:
+		err = r.toolResult(ctx, e.Tool)
+	case provider.EventUsage, provider.EventResult:
+		if e.Usage == nil && e.Kind == provider.EventUsage {
+			return
+		}
+		err = s.write(ctx, func(tx *sql.Tx, ev *pending) error {
+			// The usage event and the result repeat the same turn total:
+			// count it once.
+			if e.Usage != nil && e.Kind == provider.EventUsage {
+				if err := r.addUsage(tx, *e.Usage); err != nil {
+					return err
+				}
+			}
+			summary := map[string]any{"usage": e.Usage}
+			if e.Kind == provider.EventResult {
+				summary["isError"] = e.IsError
+				summary["text"] = excerpt(e.Text, 200)
+			}
+			return s.audit(tx, j.ID, j.Attempt, "agent."+string(e.Kind), summary, map[string]any{"text": e.Text, "usage": e.Usage})
+		})
+	case provider.EventError, provider.EventLog:
+		err = s.write(ctx, func(tx *sql.Tx, ev *pending) error {
+			return s.audit(tx, j.ID, j.Attempt, "agent."+string(e.Kind), map[string]string{"text": excerpt(e.Text, 200)}, map[string]string{"text": e.Text})
+		})
+	case provider.EventRaw:
+		// Lines the parser did not understand: kept whole in the audit log.
+		err = s.write(ctx, func(tx *sql.Tx, ev *pending) error {
+			var payload any = map[string]string{"text": e.Text}
+			if len(e.Raw) > 0 {
+				payload = map[string]any{"raw": e.Raw}
+			}
+			return s.audit(tx, j.ID, j.Attempt, "agent.raw", map[string]int{"bytes": len(e.Raw) + len(e.Text)}, payload)
+		})
+	}
+	if err != nil {
+		s.log.Error("record agent event", "job", j.ID, "kind", e.Kind, "err", err)
+	}
+}
+
+func (r *recorder) addUsage(tx *sql.Tx, u provider.Usage) error {
+	_, err := tx.Exec(`UPDATE bridge_jobs SET usage = json_object(
+		'inputTokens', json_extract(usage, '$.inputTokens') + ?, 'outputTokens', json_extract(usage, '$.outputTokens') + ?,
+		'cacheReadTokens', COALESCE(json_extract(usage, '$.cacheReadTokens'), 0) + ?, 'cacheWriteTokens', COALESCE(json_extract(usage, '$.cacheWriteTokens'), 0) + ?,
+		'reasoningTokens', COALESCE(json_extract(usage, '$.reasoningTokens'), 0) + ?, 'costUsd', COALESCE(json_extract(usage, '$.costUsd'), 0) + ?) WHERE id = ?`,
+		u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens, u.CostUSD, r.job.ID)
+	return err
+}
+
+func (r *recorder) toolCall(ctx context.Context, t *provider.ToolEvent) error {
+	if t == nil {
+		return nil
+	}
+	s, j := r.s, r.job
+	return s.write(ctx, func(tx *sql.Tx, ev *pending) error {
+		seq, err := nextSeq(tx, "bridge_tools", j.ID)
+		if err != nil {
+			return err
+		}
+		files := t.Files
+		if files == nil {
+			files = []string{}
+		}
+		fj := mustJSON(files)
+		input := string(t.Input)
+		if input == "" {
+			input = "null"
+		}
+		now := s.now().UTC()
+		if _, err := tx.Exec(`INSERT INTO bridge_tools(job_id, seq, attempt, call_id, name, input, status, files, has_files, started_at) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)`,
+			j.ID, seq, j.Attempt, t.ID, t.Name, input, fj, len(files) > 0, nowString(now)); err != nil {
+			return err
+		}
+		r.tools[t.ID] = seq
+		ev.add(j.Client, j.ID, "tool.started", map[string]any{"seq": seq, "name": t.Name, "files": files})
+		return s.audit(tx, j.ID, j.Attempt, "tool.call", map[string]any{"seq": seq, "name": t.Name, "callId": t.ID, "files": files}, map[string]any{"input": t.Input})
+	})
+}
+
+func (r *recorder) toolResult(ctx context.Context, t *provider.ToolEvent) error {
+	if t == nil {
+		return nil
+	}
+	s, j := r.s, r.job
+	seq, known := r.tools[t.ID]
+	if !known {
+		// A result without a call we saw: record it as its own observation.
+		if err := r.toolCall(ctx, &provider.ToolEvent{ID: t.ID, Name: t.Name, Files: t.Files}); err != nil {
+			return err
+		}
+		seq = r.tools[t.ID]
+	}
+	return s.write(ctx, func(tx *sql.Tx, ev *pending) error {
+		status := "succeeded"
+		var errText any
+		if t.IsError {
+			status = "failed"
+			errText = excerpt(t.Output, 2000)
+		}
+		q := `UPDATE bridge_tools SET output = ?, status = ?, error = ?, finished_at = ?`
+		args := []any{t.Output, status, errText, nowString(s.now())}
+		if len(t.Files) > 0 {
+			q += `, files = ?, has_files = 1`
+			args = append(args, mustJSON(t.Files))
+		}
+		args = append(args, j.ID, seq)
+		if _, err := tx.Exec(q+` WHERE job_id = ? AND seq = ?`, args...); err != nil {
+			return err
+		}
+		ev.add(j.Client, j.ID, "tool.finished", map[string]any{"seq": seq, "name": t.Name, "status": status})
+		return s.audit(tx, j.ID, j.Attempt, "tool.result", map[string]any{"seq": seq, "name": t.Name, "status": status, "outputBytes": len(t.Output)}, map[string]any{"output": t.Output, "isError": t.IsError})
+	})
+}
+
+// flushTools marks calls that never got a result when the turn ended.
+func (r *recorder) flushTools(provider.Result) {
+	err := r.s.db.Write(context.Background(), func(tx *sql.Tx) error {
+		_, err := tx.Exec(`UPDATE bridge_tools SET status = 'abandoned', finished_at = ? WHERE job_id = ? AND attempt = ? AND status = 'running'`,
+			nowString(r.s.now()), r.job.ID, r.job.Attempt)
+		return err
+	})
+	if err != nil {
+		r.s.log.Error("close tool observations", "job", r.job.ID, "err", err)
+	}
+}

@@ -1,0 +1,263 @@
+package bridge
+
+import (
+	"context"
+	"crypto/subtle"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentbridge/bridge/daemon"
+	"github.com/agentbridge/bridge/store"
+)
+
+// Scopes a client token can carry.
+const (
+	ScopeRead      = "read"
+	ScopeSubmit    = "submit"
+	ScopeControl   = "control"
+	ScopeWorkflows = "workflows"
+)
+
+// AllScopes is every scope, in canonical order.
+var AllScopes = []string{ScopeRead, ScopeSubmit, ScopeControl, ScopeWorkflows}
+
+// OwnerClient is the principal name of the owner token; no client token may use it.
+const OwnerClient = "owner"
+
+var clientIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// Principal is the authenticated caller of a request.
+type Principal struct {
+	Client   string
+	Scopes   []string
+	Profiles []string
+	Owner    bool
+	hash     [32]byte
+}
+
+// Has reports whether the principal holds scope.
+func (p Principal) Has(scope string) bool { return p.Owner || slices.Contains(p.Scopes, scope) }
+
+// MayUse reports whether the principal may run jobs with profile.
+func (p Principal) MayUse(profile string) bool {
+	return p.Owner || slices.Contains(p.Profiles, profile) || slices.Contains(p.Profiles, "*")
+}
+
+// TokenRequest is the body of POST /v1/bridge/admin/tokens and the CLI's flags.
+type TokenRequest struct {
+	ID       string   `json:"id"`
+	Profiles []string `json:"profiles"`
+	Scopes   []string `json:"scopes"`
+}
+
+// IssuedToken is the answer to a token request; Token is shown only once.
+type IssuedToken struct {
+	Token     string    `json:"token"`
+	Client    string    `json:"client"`
+	Profiles  []string  `json:"profiles"`
+	Scopes    []string  `json:"scopes"`
+	TokenID   string    `json:"tokenId"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// TokenInfo describes a stored token without revealing it.
+type TokenInfo struct {
+	TokenID   string     `json:"tokenId"`
+	Client    string     `json:"client"`
+	Profiles  []string   `json:"profiles"`
+	Scopes    []string   `json:"scopes"`
+	CreatedAt time.Time  `json:"createdAt"`
+	RevokedAt *time.Time `json:"revokedAt"`
+}
+
+// validate checks a token request against the configured profiles: a token
+// can grant only scopes that exist and profiles that are configured.
+func (req *TokenRequest) validate(profiles []string) error {
+	if !clientIDPattern.MatchString(req.ID) {
+		return errf(CodeInvalidRequest, "id must be 1 to 64 characters of letters, digits, '.', '_' or '-', starting with a letter or digit")
+	}
+	if req.ID == OwnerClient {
+		return errf(CodeInvalidRequest, "id %q is reserved", OwnerClient)
+	}
+	if len(req.Scopes) == 0 || len(req.Scopes) > len(AllScopes) {
+		return errf(CodeInvalidRequest, "scopes must name 1 to %d of %s", len(AllScopes), strings.Join(AllScopes, ", "))
+	}
+	seen := map[string]bool{}
+	for _, s := range req.Scopes {
+		if !slices.Contains(AllScopes, s) {
+			return errf(CodeInvalidRequest, "unknown scope %q (want %s)", s, strings.Join(AllScopes, ", "))
+		}
+		if seen[s] {
+			return errf(CodeInvalidRequest, "scope %q is listed twice", s)
+		}
+		seen[s] = true
+	}
+	if len(req.Profiles) == 0 || len(req.Profiles) > 64 {
+		return errf(CodeInvalidRequest, "profiles must name 1 to 64 profiles ('*' for all)")
+	}
+	seen = map[string]bool{}
+	for _, p := range req.Profiles {
+		if p != "*" && !slices.Contains(profiles, p) {
+			return errf(CodeUnknownProfile, "profile %q is not configured (configured: %s)", p, strings.Join(profiles, ", "))
+		}
+		if seen[p] {
+			return errf(CodeInvalidRequest, "profile %q is listed twice", p)
+		}
+		seen[p] = true
+	}
+	return nil
+}
+
+func tokenID(hash [32]byte) string { return hex.EncodeToString(hash[:6]) }
+
+// MintToken stores a new client token and returns it. It works on the
+// database directly, so the CLI can use it while the daemon is down.
+func MintToken(ctx context.Context, db *store.DB, req TokenRequest, profiles []string, now time.Time) (IssuedToken, error) {
+	if err := req.validate(profiles); err != nil {
+		return IssuedToken{}, err
+	}
+	tok, err := daemon.NewToken()
+	if err != nil {
+		return IssuedToken{}, err
+	}
+	hash := daemon.TokenHash(tok)
+	scopes := canonicalScopes(req.Scopes)
+	sj, _ := json.Marshal(scopes)
+	pj, _ := json.Marshal(req.Profiles)
+	ts := now.UTC().Format(time.RFC3339Nano)
+	err = db.Write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.Exec(`INSERT INTO bridge_clients(id, created_at) VALUES (?, ?) ON CONFLICT(id) DO NOTHING`, req.ID, ts); err != nil {
+			return err
+		}
+		_, err := tx.Exec(`INSERT INTO bridge_tokens(hash, client_id, scopes, profiles, created_at) VALUES (?, ?, ?, ?, ?)`,
+			hash[:], req.ID, string(sj), string(pj), ts)
+		return err
+	})
+	if err != nil {
+		return IssuedToken{}, fmt.Errorf("store token: %w", err)
+	}
+	return IssuedToken{Token: tok, Client: req.ID, Profiles: req.Profiles, Scopes: scopes, TokenID: tokenID(hash), CreatedAt: now.UTC()}, nil
+}
+
+func canonicalScopes(in []string) []string {
+	var out []string
+	for _, s := range AllScopes {
+		if slices.Contains(in, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// RevokeClient revokes every token of a client and returns how many were active.
+func RevokeClient(ctx context.Context, db *store.DB, client string, now time.Time) (int, error) {
+	if !clientIDPattern.MatchString(client) {
+		return 0, errf(CodeInvalidRequest, "invalid client id %q", client)
+	}
+	var n int64
+	err := db.Write(ctx, func(tx *sql.Tx) error {
+		var exists int
+		if err := tx.QueryRow(`SELECT count(*) FROM bridge_clients WHERE id = ?`, client).Scan(&exists); err != nil {
+			return err
+		}
+		if exists == 0 {
+			return errf(CodeNotFound, "no client named %q", client)
+		}
+		res, err := tx.Exec(`UPDATE bridge_tokens SET revoked_at = ? WHERE client_id = ? AND revoked_at IS NULL`, now.UTC().Format(time.RFC3339Nano), client)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
+}
+
+// ListTokens lists every token ever issued, newest first.
+func ListTokens(ctx context.Context, db *sql.DB) ([]TokenInfo, error) {
+	rows, err := db.QueryContext(ctx, `SELECT hash, client_id, scopes, profiles, created_at, revoked_at FROM bridge_tokens ORDER BY created_at DESC, client_id`)
+	if err != nil {
+		return nil, fmt.Errorf("list tokens: %w", err)
+	}
+	defer rows.Close()
+	out := []TokenInfo{}
+	for rows.Next() {
+		var hash []byte
+		var sj, pj, created string
+		var revoked sql.NullString
+		var ti TokenInfo
+		if err := rows.Scan(&hash, &ti.Client, &sj, &pj, &created, &revoked); err != nil {
+			return nil, err
+		}
+		var h [32]byte
+		copy(h[:], hash)
+		ti.TokenID = tokenID(h)
+		_ = json.Unmarshal([]byte(sj), &ti.Scopes)
+		_ = json.Unmarshal([]byte(pj), &ti.Profiles)
+		ti.CreatedAt = parseTime(created)
+		if revoked.Valid {
+			ti.RevokedAt = ptrTime(parseTime(revoked.String))
+		}
+		out = append(out, ti)
+	}
+	return out, rows.Err()
+}
+
+// authenticate resolves the bearer token of r. The token is never logged or
+// echoed; every failure is the same 401.
+func (s *Service) authenticate(r *http.Request) (Principal, error) {
+	unauth := errf(CodeUnauthorized, "a valid bearer token is required")
+	if r.URL.Query().Has("token") || r.URL.Query().Has("access_token") {
+		return Principal{}, errf(CodeUnauthorized, "tokens are never accepted in the URL; send Authorization: Bearer")
+	}
+	tok, ok := daemon.BearerToken(r)
+	if !ok || !daemon.WellFormedToken(tok) {
+		return Principal{}, unauth
+	}
+	hash := daemon.TokenHash(tok)
+	if daemon.HashEqual(hash, s.ownerHash) {
+		return Principal{Client: OwnerClient, Scopes: AllScopes, Owner: true, hash: hash}, nil
+	}
+	return s.lookupToken(r.Context(), hash)
+}
+
+func (s *Service) lookupToken(ctx context.Context, hash [32]byte) (Principal, error) {
+	var stored []byte
+	var p Principal
+	var sj, pj string
+	err := s.db.Reader().QueryRowContext(ctx,
+		`SELECT hash, client_id, scopes, profiles FROM bridge_tokens WHERE hash = ? AND revoked_at IS NULL`, hash[:]).
+		Scan(&stored, &p.Client, &sj, &pj)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && subtle.ConstantTimeCompare(stored, hash[:]) != 1) {
+		return Principal{}, errf(CodeUnauthorized, "a valid bearer token is required")
+	}
+	if err != nil {
+		return Principal{}, fmt.Errorf("look up token: %w", err)
+	}
+	_ = json.Unmarshal([]byte(sj), &p.Scopes)
+	_ = json.Unmarshal([]byte(pj), &p.Profiles)
+	p.hash = hash
+	return p, nil
+}
+
+// stillValid re-checks a principal for long-lived requests (SSE, waiters).
+func (s *Service) stillValid(ctx context.Context, p Principal) bool {
+	if p.Owner {
+		return true
+	}
+	_, err := s.lookupToken(ctx, p.hash)
+	return err == nil
+}
+
+func parseTime(s string) time.Time {
+	t, _ := time.Parse(time.RFC3339Nano, s)
+	return t
+}

@@ -147,6 +147,7 @@ type Service struct {
 	now       func() time.Time
 
 	sched   *scheduler
+	pub     *publisher
 	live    *liveRegistry
 	waiters *waiterRegistry
 	routes  []route
@@ -184,6 +185,8 @@ func New(deps daemon.Deps, opts Options) (*Service, error) {
 	}
 	s.cursors = httpx.NewCursors(key)
 	s.sched = newScheduler(s, cfg.MaxConcurrentJobs)
+	s.pub = newPublisher(s)
+	go s.pub.loop()
 	return s, nil
 }
 
@@ -279,6 +282,7 @@ func (s *Service) Close() error {
 	}
 	s.wg.Wait()
 	s.sched.wait()
+	s.pub.close()
 	return nil
 }
 

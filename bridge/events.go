@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -35,28 +36,88 @@ type event struct {
 	Data   any       `json:"data"`
 }
 
-// publish appends events to the ring. The payload starts with the client id
-// and a NUL so streams can filter without decoding JSON.
-func (s *Service) publish(ctx context.Context, evs ...event) {
+// publisher appends committed events to the ring in the order they were
+// committed. Requests do not wait for the ring's fsync: the job is already
+// durable, and the ring's own group commit follows within milliseconds.
+type publisher struct {
+	s      *Service
+	mu     sync.Mutex
+	queue  []event
+	wake   chan struct{}
+	closed chan struct{}
+	done   chan struct{}
+}
+
+func newPublisher(s *Service) *publisher {
+	return &publisher{s: s, wake: make(chan struct{}, 1), closed: make(chan struct{}), done: make(chan struct{})}
+}
+
+// enqueue never blocks: it runs on the database writer.
+func (p *publisher) enqueue(evs []event) {
 	if len(evs) == 0 {
 		return
 	}
-	payloads := make([][]byte, 0, len(evs))
+	now := p.s.now().UTC()
+	p.mu.Lock()
 	for _, e := range evs {
-		e.Time = s.now().UTC()
-		body, err := json.Marshal(e)
-		if err != nil {
-			s.log.Error("encode event", "type", e.Type, "err", err)
-			continue
+		e.Time = now
+		p.queue = append(p.queue, e)
+	}
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (p *publisher) loop() {
+	defer close(p.done)
+	for {
+		select {
+		case <-p.wake:
+		case <-p.closed:
+			p.flush() // what was committed before shutdown is kept
+			return
 		}
-		p := make([]byte, 0, len(e.Client)+1+len(body))
-		p = append(append(append(p, e.Client...), 0), body...)
-		payloads = append(payloads, p)
+		p.flush()
 	}
-	// The change is committed; a client that hung up must not lose its event.
-	if _, err := s.ring.Append(context.WithoutCancel(ctx), payloads...); err != nil {
-		s.log.Error("append events", "err", err)
+}
+
+func (p *publisher) flush() {
+	for {
+		p.mu.Lock()
+		batch := p.queue
+		p.queue = nil
+		p.mu.Unlock()
+		if len(batch) == 0 {
+			return
+		}
+		payloads := make([][]byte, 0, len(batch))
+		for _, e := range batch {
+			body, err := json.Marshal(e)
+			if err != nil {
+				p.s.log.Error("encode event", "type", e.Type, "err", err)
+				continue
+			}
+			// The client id and a NUL lead the payload so streams can
+			// filter without decoding JSON.
+			b := make([]byte, 0, len(e.Client)+1+len(body))
+			b = append(append(append(b, e.Client...), 0), body...)
+			payloads = append(payloads, b)
+		}
+		if _, err := p.s.ring.Append(context.Background(), payloads...); err != nil {
+			p.s.log.Error("append events", "count", len(payloads), "err", err)
+		}
 	}
+}
+
+func (p *publisher) close() {
+	select {
+	case <-p.closed:
+	default:
+		close(p.closed)
+	}
+	<-p.done
 }
 
 // parseLastEventID reads the Last-Event-ID header: an integer >= 0.

@@ -93,19 +93,15 @@ func (p *pending) add(client, jobID, typ string, data any) {
 	p.events = append(p.events, event{Client: client, JobID: jobID, Type: typ, Data: data})
 }
 
-// write runs fn in a group-committed transaction and publishes its events
-// after the commit, so no event describes a change that could be lost.
+// write runs fn in a group-committed transaction and queues its events for
+// the ring right after the commit, in commit order, so no event describes a
+// change that could be lost and events never overtake each other.
 func (s *Service) write(ctx context.Context, fn func(tx *sql.Tx, ev *pending) error) error {
 	var ev pending
-	err := s.db.Write(ctx, func(tx *sql.Tx) error {
+	return s.db.WriteThen(ctx, func(tx *sql.Tx) error {
 		ev = pending{}
 		return fn(tx, &ev)
-	})
-	if err != nil {
-		return err
-	}
-	s.publish(ctx, ev.events...)
-	return nil
+	}, func() { s.pub.enqueue(ev.events) })
 }
 
 func nextSeq(tx *sql.Tx, table, jobID string) (int, error) {

@@ -52,7 +52,8 @@ type DB struct {
 type writeReq struct {
 	ctx    context.Context
 	fn     func(*sql.Tx) error
-	single bool // wants a transaction (and fsync) of its own
+	then   func() // runs in commit order after a successful commit
+	single bool   // wants a transaction (and fsync) of its own
 	err    chan error
 }
 
@@ -185,6 +186,14 @@ func (db *DB) Write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return db.submit(&writeReq{ctx: ctx, fn: fn, err: make(chan error, 1)})
 }
 
+// WriteThen is Write with a function that runs after fn's changes are
+// committed, before WriteThen returns. then functions run one at a time in
+// commit order, on the writer: they must be quick and must not write (use
+// them to hand committed facts to an ordered queue).
+func (db *DB) WriteThen(ctx context.Context, fn func(tx *sql.Tx) error, then func()) error {
+	return db.submit(&writeReq{ctx: ctx, fn: fn, then: then, err: make(chan error, 1)})
+}
+
 // WriteSingle runs fn in a transaction of its own, bypassing group commit.
 // It exists for the benchmark that measures what group commit buys;
 // everything else should call Write.
@@ -263,7 +272,11 @@ func (db *DB) commit(batch []*writeReq) {
 		case r.ctx.Err() != nil:
 			r.err <- r.ctx.Err()
 		case r.single:
-			r.err <- db.commitOne(r.fn)
+			err := db.commitOne(r.fn)
+			if err == nil && r.then != nil {
+				r.then()
+			}
+			r.err <- err
 		default:
 			shared = append(shared, r)
 		}
@@ -290,6 +303,9 @@ func (db *DB) commit(batch []*writeReq) {
 		}
 	}
 	for i, r := range shared {
+		if results[i] == nil && r.then != nil {
+			r.then()
+		}
 		r.err <- results[i]
 	}
 }

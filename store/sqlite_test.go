@@ -306,3 +306,42 @@ func contains(s, sub string) bool {
 	}
 	return false
 }
+
+func TestWriteThenRunsInCommitOrderOnlyAfterCommit(t *testing.T) {
+	is := is.New(t)
+	db, _ := openTest(t, testMigs)
+	ctx := context.Background()
+	var mu sync.Mutex
+	var order []int
+	var wg sync.WaitGroup
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			_ = db.WriteThen(ctx, func(tx *sql.Tx) error {
+				if i%5 == 0 {
+					return errors.New("refused")
+				}
+				_, err := tx.Exec(`INSERT INTO notes(body) VALUES (?)`, i)
+				return err
+			}, func() {
+				mu.Lock()
+				order = append(order, i)
+				mu.Unlock()
+			})
+		}(i)
+	}
+	wg.Wait()
+	is.Equal(len(order), 40) // failed writes run no hook
+	// Hooks ran in the order the rows were committed.
+	rows, err := db.Reader().Query(`SELECT body FROM notes ORDER BY id`)
+	is.NoErr(err)
+	defer rows.Close()
+	var committed []int
+	for rows.Next() {
+		var v int
+		is.NoErr(rows.Scan(&v))
+		committed = append(committed, v)
+	}
+	is.Equal(order, committed)
+}

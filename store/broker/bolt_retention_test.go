@@ -1,0 +1,182 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+)
+
+// fakeClock is a settable BoltOptions.Now.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func publishN(t *testing.T, b Broker, topic string, from, to int) {
+	t.Helper()
+	var batch []Message
+	for i := from; i < to; i++ {
+		batch = append(batch, Message{Topic: topic, Value: fmt.Appendf(nil, "m%d", i)})
+		if len(batch) == 1000 || i == to-1 {
+			if err := b.Publish(t.Context(), batch...); err != nil {
+				t.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+}
+
+// retained returns the offsets Read still finds in topic.
+func retained(t *testing.T, b *Bolt, topic string) (first int64, n int) {
+	t.Helper()
+	var all []Message
+	for from := int64(0); ; {
+		got, err := b.Read(t.Context(), topic, from, maxReadLimit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 {
+			break
+		}
+		all = append(all, got...)
+		from = got[len(got)-1].Offset + 1
+	}
+	if len(all) == 0 {
+		return -1, 0
+	}
+	for i, m := range all {
+		if m.Offset != all[0].Offset+int64(i) {
+			t.Fatalf("hole at %d", m.Offset)
+		}
+	}
+	return all[0].Offset, len(all)
+}
+
+func retentionOptions(maxMessages int64, maxAge time.Duration) BoltOptions {
+	opts := testBoltOptions()
+	opts.RetentionMaxMessages = maxMessages
+	opts.RetentionMaxAge = maxAge
+	opts.RetentionInterval = time.Hour // tests call trim directly
+	return opts
+}
+
+func TestBoltRetentionByCount(t *testing.T) {
+	is := is.New(t)
+	b := newBoltEnv(t, retentionOptions(5, -1)).open()
+	publishN(t, b, "cnt", 0, 20)
+	is.NoErr(b.trim())
+	first, n := retained(t, b, "cnt")
+	is.Equal(first, int64(15))
+	is.Equal(n, 5)
+	latest, err := b.Latest(t.Context(), "cnt")
+	is.NoErr(err)
+	is.Equal(latest, int64(20))
+	// Offsets keep counting after a trim, and a new group starts at the oldest retained.
+	publishN(t, b, "cnt", 20, 21)
+	r := newRecorder(nil)
+	subscribe(t, b, "late", []string{"cnt"}, r.handle)
+	r.waitValues(t, "m15", "m20")
+	time.Sleep(quiet / 4)
+	is.Equal(len(r.values()), 6)
+}
+
+func TestBoltRetentionLargeTrimInChunks(t *testing.T) {
+	is := is.New(t)
+	b := newBoltEnv(t, retentionOptions(10, -1)).open()
+	publishN(t, b, "big", 0, 2*trimChunk+100)
+	is.NoErr(b.trim())
+	first, n := retained(t, b, "big")
+	is.Equal(first, int64(2*trimChunk+90))
+	is.Equal(n, 10)
+}
+
+func TestBoltRetentionByAge(t *testing.T) {
+	is := is.New(t)
+	clock := &fakeClock{now: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
+	opts := retentionOptions(-1, time.Hour)
+	opts.Now = clock.Now
+	b := newBoltEnv(t, opts).open()
+	publishN(t, b, "age", 0, 5)
+	clock.Advance(30 * time.Minute)
+	publishN(t, b, "age", 5, 7)
+	is.NoErr(b.trim())
+	_, n := retained(t, b, "age")
+	is.Equal(n, 7) // nothing is an hour old yet
+	clock.Advance(45 * time.Minute)
+	is.NoErr(b.trim())
+	first, n := retained(t, b, "age")
+	is.Equal(first, int64(5))
+	is.Equal(n, 2)
+	clock.Advance(time.Hour)
+	is.NoErr(b.trim())
+	first, _ = retained(t, b, "age")
+	is.Equal(first, int64(-1)) // all gone
+	topics, err := b.Topics(t.Context())
+	is.NoErr(err)
+	is.Equal(topics, []string{"age"}) // still known, offsets continue
+	publishN(t, b, "age", 7, 8)
+	first, _ = retained(t, b, "age")
+	is.Equal(first, int64(7))
+}
+
+func TestBoltRetentionKeepsUnacked(t *testing.T) {
+	is := is.New(t)
+	e := newBoltEnv(t, retentionOptions(5, -1))
+	b := e.open()
+	publishN(t, b, "keep", 0, 20)
+	// The group acknowledges m0..m2 and fails everything after.
+	r := newRecorder(func(_ context.Context, m Message) error {
+		var i int
+		if _, err := fmt.Sscanf(string(m.Value), "m%d", &i); err == nil && i < 3 {
+			return nil
+		}
+		return errors.New("later")
+	})
+	s := subscribe(t, b, "slow", []string{"keep"}, r.handle)
+	r.waitValues(t, "m0", "m1", "m2", "m3")
+	is.NoErr(b.trim())
+	first, _ := retained(t, b, "keep")
+	is.Equal(first, int64(3)) // the active group still needs m3 onwards
+	is.NoErr(s.Close())
+
+	// An inactive group, known only from its stored offset, holds retention too.
+	b = e.open()
+	is.NoErr(b.trim())
+	first, _ = retained(t, b, "keep")
+	is.Equal(first, int64(3))
+
+	// Until it is deleted.
+	is.NoErr(b.DeleteGroup(t.Context(), "slow"))
+	is.NoErr(b.trim())
+	first, n := retained(t, b, "keep")
+	is.Equal(first, int64(15))
+	is.Equal(n, 5)
+}
+
+func TestBoltRetentionRunsInBackground(t *testing.T) {
+	opts := retentionOptions(2, -1)
+	opts.RetentionInterval = 10 * time.Millisecond
+	b := newBoltEnv(t, opts).open()
+	publishN(t, b, "bg", 0, 10)
+	waitUntil(t, "background trim", func() bool {
+		first, _ := retained(t, b, "bg")
+		return first == 8
+	})
+}

@@ -148,6 +148,7 @@ type Service struct {
 
 	sched   *scheduler
 	pub     *publisher
+	hub     *hub
 	live    *liveRegistry
 	waiters *waiterRegistry
 	routes  []route
@@ -186,6 +187,7 @@ func New(deps daemon.Deps, opts Options) (*Service, error) {
 	s.cursors = httpx.NewCursors(key)
 	s.sched = newScheduler(s, cfg.MaxConcurrentJobs)
 	s.pub = newPublisher(s)
+	s.hub = newHub(opts.Ring)
 	go s.pub.loop()
 	return s, nil
 }
@@ -264,10 +266,18 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := s.recover(ctx); err != nil {
 		return err
 	}
-	s.wg.Add(1)
+	s.wg.Add(3)
 	go func() {
 		defer s.wg.Done()
 		s.sched.loop(ctx)
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.watchRevocations(ctx, 500*time.Millisecond)
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.hub.run(ctx)
 	}()
 	return nil
 }

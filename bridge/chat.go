@@ -200,7 +200,7 @@ func (s *Service) handleChat(w http.ResponseWriter, r *http.Request, p Principal
 	jw, leave := s.waiters.join(id)
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	unregister := s.live.add(p.Client, cancel)
+	unregister := s.live.add(p, cancel)
 	defer unregister()
 	defer func() {
 		// A waiter that goes away (disconnect, revocation) cancels the job

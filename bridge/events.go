@@ -160,6 +160,10 @@ func (s *Service) handleEvents(w http.ResponseWriter, r *http.Request, p Princip
 	if len(r.URL.RawQuery) > 0 {
 		return errf(CodeInvalidParameter, "this endpoint takes no query parameters")
 	}
+	// Subscribe before reading the backlog, so nothing falls between them;
+	// frames the backlog already delivered are skipped by id.
+	sub, unsubscribe := s.hub.subscribe(p)
+	defer unsubscribe()
 	if !resume {
 		after = s.ring.Newest()
 	} else if _, err := s.ring.ReadAfter(after, 1); errors.Is(err, ring.ErrExpired) {
@@ -167,10 +171,11 @@ func (s *Service) handleEvents(w http.ResponseWriter, r *http.Request, p Princip
 	} else if err != nil {
 		return fmt.Errorf("read events: %w", err)
 	}
+	sub.lagged.Store(resume) // a resumed stream first catches up from the ring
 	rc := http.NewResponseController(w)
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	defer s.live.add(p.Client, cancel)()
+	defer s.live.add(p, cancel)()
 
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -178,67 +183,88 @@ func (s *Service) handleEvents(w http.ResponseWriter, r *http.Request, p Princip
 	h.Set("Connection", "keep-alive")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	if _, err := fmt.Fprint(w, "retry: 3000\n: connected\n\n"); err != nil {
+	if _, err := fmt.Fprint(w, "retry: 3000\n: connected\n\n"); err != nil || rc.Flush() != nil {
 		return nil
 	}
-	if rc.Flush() != nil {
-		return nil
-	}
+	st := &sseStream{s: s, w: w, rc: rc, sub: sub, after: after}
 	heartbeat := time.NewTicker(s.cfg.Heartbeat.D())
 	defer heartbeat.Stop()
-	recheck := time.NewTicker(500 * time.Millisecond)
-	defer recheck.Stop()
-	var buf bytes.Buffer
 	for {
-		notify := s.ring.Notify()
-		entries, err := s.ring.ReadAfter(after, eventBatch)
-		if err != nil {
-			// This stream fell further behind than the ring keeps: say so
-			// and end it; the client reloads and reconnects.
-			fmt.Fprintf(w, "event: error\ndata: {\"code\":%q}\n\n", CodeCursorExpired)
-			rc.Flush()
-			return nil
-		}
-		buf.Reset()
-		for _, e := range entries {
-			after = e.ID
-			client, body, ok := bytes.Cut(e.Data, []byte{0})
-			if !ok || (!p.Owner && string(client) != p.Client) {
-				continue
-			}
-			var head struct {
-				Type string `json:"type"`
-			}
-			_ = json.Unmarshal(body, &head)
-			fmt.Fprintf(&buf, "id: %d\nevent: %s\ndata: %s\n\n", e.ID, head.Type, body)
-		}
-		if buf.Len() > 0 {
-			_ = rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
-			if _, err := w.Write(buf.Bytes()); err != nil {
+		if sub.lagged.Load() {
+			if !st.catchUp() {
 				return nil
 			}
-			if rc.Flush() != nil {
-				return nil
-			}
-		}
-		if len(entries) == eventBatch {
 			continue
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-notify:
+		case f := <-sub.ch:
+			if !st.send(f) {
+				return nil
+			}
 		case <-heartbeat.C:
-			_ = rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
-			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil || rc.Flush() != nil {
+			if !st.write([]byte(": ping\n\n")) {
 				return nil
 			}
-		case <-recheck.C:
-			// Covers revocations made directly in the database while the
-			// daemon runs; API revocations close streams at once.
-			if !s.stillValid(ctx, p) {
-				return nil
+		}
+	}
+}
+
+// sseStream writes one client's frames in id order.
+type sseStream struct {
+	s     *Service
+	w     http.ResponseWriter
+	rc    *http.ResponseController
+	sub   *subscriber
+	after uint64
+}
+
+func (st *sseStream) write(b []byte) bool {
+	_ = st.rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
+	if _, err := st.w.Write(b); err != nil {
+		return false
+	}
+	return st.rc.Flush() == nil
+}
+
+// send writes a frame unless an earlier read already delivered it.
+func (st *sseStream) send(f frame) bool {
+	if f.id <= st.after || !st.sub.visible(f) {
+		return true
+	}
+	st.after = f.id
+	return st.write(f.data)
+}
+
+// catchUp reads the ring directly from the stream's cursor until it is
+// current, then rejoins the hub. It reports false when the stream must end.
+func (st *sseStream) catchUp() bool {
+	st.sub.lagged.Store(false)
+	// Drop buffered frames: the ring read below covers them.
+	for len(st.sub.ch) > 0 {
+		<-st.sub.ch
+	}
+	for {
+		entries, err := st.s.ring.ReadAfter(st.after, eventBatch)
+		if err != nil {
+			// Further behind than the ring keeps: say so and end; the
+			// client reloads and reconnects.
+			st.write(fmt.Appendf(nil, "event: error\ndata: {\"code\":%q}\n\n", CodeCursorExpired))
+			return false
+		}
+		var buf bytes.Buffer
+		for _, e := range entries {
+			if f, ok := formatFrame(e); ok && st.sub.visible(f) {
+				buf.Write(f.data)
 			}
+			st.after = e.ID
+		}
+		if buf.Len() > 0 && !st.write(buf.Bytes()) {
+			return false
+		}
+		if len(entries) < eventBatch {
+			return true
 		}
 	}
 }

@@ -9,21 +9,27 @@ import (
 type liveRegistry struct {
 	mu   sync.Mutex
 	next int
-	byID map[string]map[int]func()
+	byID map[string]map[int]liveEntry
 }
 
-func newLiveRegistry() *liveRegistry { return &liveRegistry{byID: map[string]map[int]func(){}} }
+type liveEntry struct {
+	p    Principal
+	stop func()
+}
 
-// add registers stop under client and returns the function that unregisters it.
-func (l *liveRegistry) add(client string, stop func()) func() {
+func newLiveRegistry() *liveRegistry { return &liveRegistry{byID: map[string]map[int]liveEntry{}} }
+
+// add registers stop under p's client and returns the function that unregisters it.
+func (l *liveRegistry) add(p Principal, stop func()) func() {
+	client := p.Client
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.next++
 	id := l.next
 	if l.byID[client] == nil {
-		l.byID[client] = map[int]func(){}
+		l.byID[client] = map[int]liveEntry{}
 	}
-	l.byID[client][id] = stop
+	l.byID[client][id] = liveEntry{p: p, stop: stop}
 	return func() {
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -40,10 +46,33 @@ func (l *liveRegistry) revoke(client string) int {
 	stops := l.byID[client]
 	delete(l.byID, client)
 	l.mu.Unlock()
-	for _, stop := range stops {
-		stop()
+	for _, e := range stops {
+		e.stop()
 	}
 	return len(stops)
+}
+
+// sweep stops every entry whose principal valid reports as no longer valid.
+func (l *liveRegistry) sweep(valid func(Principal) bool) {
+	l.mu.Lock()
+	var entries []liveEntry
+	for _, m := range l.byID {
+		for _, e := range m {
+			entries = append(entries, e)
+		}
+	}
+	l.mu.Unlock()
+	checked := map[[32]byte]bool{}
+	for _, e := range entries {
+		ok, seen := checked[e.p.hash]
+		if !seen {
+			ok = valid(e.p)
+			checked[e.p.hash] = ok
+		}
+		if !ok {
+			e.stop()
+		}
+	}
 }
 
 // waiterRegistry connects synchronous Chat Completions waiters to the jobs

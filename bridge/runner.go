@@ -139,12 +139,16 @@ func (sc *scheduler) start(ctx context.Context, id string) bool {
 	sc.mu.Lock()
 	sc.running[id] = cancel
 	sc.mu.Unlock()
+	var msg string
+	var hasMsg bool
 	job, err := s.change(ctx, Principal{Owner: true}, id, ActStart, func(tx *sql.Tx, j *Job, _ *pending) error {
 		if j.StartedAt == nil {
 			j.StartedAt = ptrTime(s.now().UTC())
 		}
 		j.FinishedAt = nil
-		return nil
+		var err error
+		msg, hasMsg, err = takeMessage(tx, *j)
+		return err
 	})
 	if err != nil {
 		sc.mu.Lock()
@@ -163,26 +167,21 @@ func (sc *scheduler) start(ctx context.Context, id string) bool {
 			cancel(nil)
 			sc.kick()
 		}()
-		sc.runTurn(ctx, turnCtx, job)
+		sc.runTurn(ctx, turnCtx, job, msg, hasMsg)
 	}()
 	return true
 }
 
 // runTurn gives the job's next pending message to the agent and records
 // everything until the turn ends.
-func (sc *scheduler) runTurn(daemonCtx, ctx context.Context, job Job) {
+func (sc *scheduler) runTurn(daemonCtx, ctx context.Context, job Job, msg string, hasMsg bool) {
 	s := sc.s
 	prof, ok := s.profiles[job.Profile]
 	if !ok {
 		s.finishTurn(job, ActFail, &JobError{Code: JobErrUnavailable, Message: fmt.Sprintf("profile %q is no longer configured", job.Profile)}, "", 0)
 		return
 	}
-	msg, ok, err := s.takeMessage(daemonCtx, job)
-	if err != nil {
-		s.log.Error("take message", "job", job.ID, "err", err)
-		return
-	}
-	if !ok {
+	if !hasMsg {
 		// Nothing left to say (a paused turn that had already finished).
 		s.finishTurn(job, ActSucceed, nil, job.resultText, 0)
 		return
@@ -191,7 +190,11 @@ func (sc *scheduler) runTurn(daemonCtx, ctx context.Context, job Job) {
 	defer cancelTimeout()
 	watchCtx, cancelWatch := context.WithCancelCause(runCtx)
 	defer cancelWatch(nil)
-	rec := newRecorder(s, job)
+	rec, err := newRecorder(s, job)
+	if err != nil {
+		s.log.Error("start recording", "job", job.ID, "err", err)
+		return
+	}
 	go watchdog(watchCtx, cancelWatch, &rec.lastActivity, s.cfg.InactivityTimeout.D())
 
 	workDir := job.WorkDir
@@ -199,7 +202,10 @@ func (sc *scheduler) runTurn(daemonCtx, ctx context.Context, job Job) {
 		workDir = prof.workDir
 	}
 	res, runErr := prof.provider.Run(watchCtx, provider.Request{Prompt: msg, WorkDir: workDir, SessionID: job.SessionID}, rec.emit)
-	rec.flushTools(res)
+	rec.flushTools()
+	// The outcome is queued after the turn's events on the same writer, so
+	// it commits with or after them; waiting in between would cost an fsync.
+	defer rec.wait()
 	cause := context.Cause(watchCtx)
 
 	switch {
@@ -252,24 +258,19 @@ func watchdog(ctx context.Context, cancel context.CancelCauseFunc, last *atomic.
 
 // takeMessage marks the oldest pending message of the current attempt
 // delivered and returns its text.
-func (s *Service) takeMessage(ctx context.Context, job Job) (string, bool, error) {
+func takeMessage(tx *sql.Tx, job Job) (string, bool, error) {
+	var seq int
 	var text string
-	var found bool
-	err := s.db.Write(ctx, func(tx *sql.Tx) error {
-		var seq int
-		err := tx.QueryRow(`SELECT seq, text FROM bridge_messages WHERE job_id = ? AND attempt = ? AND role = 'user' AND status = 'pending' ORDER BY seq LIMIT 1`,
-			job.ID, job.Attempt).Scan(&seq, &text)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		found = true
-		_, err = tx.Exec(`UPDATE bridge_messages SET status = 'delivered' WHERE job_id = ? AND seq = ?`, job.ID, seq)
-		return err
-	})
-	return text, found, err
+	err := tx.QueryRow(`SELECT seq, text FROM bridge_messages WHERE job_id = ? AND attempt = ? AND role = 'user' AND status = 'pending' ORDER BY seq LIMIT 1`,
+		job.ID, job.Attempt).Scan(&seq, &text)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	_, err = tx.Exec(`UPDATE bridge_messages SET status = 'delivered' WHERE job_id = ? AND seq = ?`, job.ID, seq)
+	return text, err == nil, err
 }
 
 func (s *Service) requeueMessage(job Job) {
@@ -358,28 +359,52 @@ func (s *Service) saveAssistant(tx *sql.Tx, j Job, text string, ev *pending) err
 
 // recorder turns provider events into audit entries, tool observations,
 // usage and live events.
+//
+// It does not wait for each write: writes are queued in order and the turn's
+// outcome waits for the last one, so an agent's chatter costs one fsync per
+// group commit instead of one per line.
 type recorder struct {
 	s            *Service
 	job          Job
 	lastActivity atomic.Int64
 	tools        map[string]int // provider call id -> tool seq
+	toolSeq      int            // the job's last tool seq (one turn runs at a time)
+	last         <-chan error
 }
 
-func newRecorder(s *Service, job Job) *recorder {
+func newRecorder(s *Service, job Job) (*recorder, error) {
 	r := &recorder{s: s, job: job, tools: map[string]int{}}
 	r.lastActivity.Store(time.Now().UnixNano())
-	return r
+	err := s.db.Reader().QueryRow(`SELECT COALESCE(MAX(seq), 0) FROM bridge_tools WHERE job_id = ?`, job.ID).Scan(&r.toolSeq)
+	return r, err
+}
+
+// write queues one recording transaction.
+func (r *recorder) write(fn func(tx *sql.Tx, ev *pending) error) {
+	var ev pending
+	r.last = r.s.db.Go(context.Background(), func(tx *sql.Tx) error {
+		ev = pending{}
+		return fn(tx, &ev)
+	}, func() { r.s.pub.enqueue(ev.events) })
+}
+
+// wait blocks until everything queued so far is committed.
+func (r *recorder) wait() {
+	if r.last != nil {
+		if err := <-r.last; err != nil {
+			r.s.log.Error("record agent events", "job", r.job.ID, "err", err)
+		}
+		r.last = nil
+	}
 }
 
 // emit is called by the provider for every output line, in order.
 func (r *recorder) emit(e provider.Event) {
 	r.lastActivity.Store(time.Now().UnixNano())
 	s, j := r.s, r.job
-	ctx := context.Background()
-	var err error
 	switch e.Kind {
 	case provider.EventSession:
-		err = s.write(ctx, func(tx *sql.Tx, ev *pending) error {
+		r.write(func(tx *sql.Tx, ev *pending) error {
 			if _, err := tx.Exec(`UPDATE bridge_jobs SET session_id = ? WHERE id = ?`, e.SessionID, j.ID); err != nil {
 				return err
 			}
@@ -392,19 +417,19 @@ func (r *recorder) emit(e provider.Event) {
 		if e.Kind == provider.EventMessage {
 			s.waiters.delta(j.ID, e.Text)
 		}
-		err = s.write(ctx, func(tx *sql.Tx, ev *pending) error {
+		r.write(func(tx *sql.Tx, ev *pending) error {
 			ev.add(j.Client, j.ID, "agent."+string(e.Kind), map[string]string{"text": e.Text})
 			return s.audit(tx, j.ID, j.Attempt, "agent."+string(e.Kind), map[string]string{"text": excerpt(e.Text, 200)}, map[string]string{"text": e.Text})
 		})
 	case provider.EventToolCall:
-		err = r.toolCall(ctx, e.Tool)
+		r.toolCall(e.Tool)
 	case provider.EventToolResult:
-		err = r.toolResult(ctx, e.Tool)
+		r.toolResult(e.Tool)
 	case provider.EventUsage, provider.EventResult:
 		if e.Usage == nil && e.Kind == provider.EventUsage {
 			return
 		}
-		err = s.write(ctx, func(tx *sql.Tx, ev *pending) error {
+		r.write(func(tx *sql.Tx, ev *pending) error {
 			// The usage event and the result repeat the same turn total:
 			// count it once.
 			if e.Usage != nil && e.Kind == provider.EventUsage {
@@ -420,21 +445,18 @@ func (r *recorder) emit(e provider.Event) {
 			return s.audit(tx, j.ID, j.Attempt, "agent."+string(e.Kind), summary, map[string]any{"text": e.Text, "usage": e.Usage})
 		})
 	case provider.EventError, provider.EventLog:
-		err = s.write(ctx, func(tx *sql.Tx, ev *pending) error {
+		r.write(func(tx *sql.Tx, ev *pending) error {
 			return s.audit(tx, j.ID, j.Attempt, "agent."+string(e.Kind), map[string]string{"text": excerpt(e.Text, 200)}, map[string]string{"text": e.Text})
 		})
 	case provider.EventRaw:
 		// Lines the parser did not understand: kept whole in the audit log.
-		err = s.write(ctx, func(tx *sql.Tx, ev *pending) error {
+		r.write(func(tx *sql.Tx, ev *pending) error {
 			var payload any = map[string]string{"text": e.Text}
 			if len(e.Raw) > 0 {
 				payload = map[string]any{"raw": e.Raw}
 			}
 			return s.audit(tx, j.ID, j.Attempt, "agent.raw", map[string]int{"bytes": len(e.Raw) + len(e.Text)}, payload)
 		})
-	}
-	if err != nil {
-		s.log.Error("record agent event", "job", j.ID, "kind", e.Kind, "err", err)
 	}
 }
 
@@ -447,50 +469,46 @@ func (r *recorder) addUsage(tx *sql.Tx, u provider.Usage) error {
 	return err
 }
 
-func (r *recorder) toolCall(ctx context.Context, t *provider.ToolEvent) error {
+func (r *recorder) toolCall(t *provider.ToolEvent) {
 	if t == nil {
-		return nil
+		return
 	}
 	s, j := r.s, r.job
-	return s.write(ctx, func(tx *sql.Tx, ev *pending) error {
-		seq, err := nextSeq(tx, "bridge_tools", j.ID)
-		if err != nil {
-			return err
-		}
-		files := t.Files
-		if files == nil {
-			files = []string{}
-		}
-		fj := mustJSON(files)
-		input := string(t.Input)
-		if input == "" {
-			input = "null"
-		}
-		now := s.now().UTC()
+	r.toolSeq++
+	seq := r.toolSeq
+	r.tools[t.ID] = seq
+	files := t.Files
+	if files == nil {
+		files = []string{}
+	}
+	input := string(t.Input)
+	if input == "" {
+		input = "null"
+	}
+	now := s.now().UTC()
+	r.write(func(tx *sql.Tx, ev *pending) error {
 		if _, err := tx.Exec(`INSERT INTO bridge_tools(job_id, seq, attempt, call_id, name, input, status, files, has_files, started_at) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)`,
-			j.ID, seq, j.Attempt, t.ID, t.Name, input, fj, len(files) > 0, nowString(now)); err != nil {
+			j.ID, seq, j.Attempt, t.ID, t.Name, input, mustJSON(files), len(files) > 0, nowString(now)); err != nil {
 			return err
 		}
-		r.tools[t.ID] = seq
 		ev.add(j.Client, j.ID, "tool.started", map[string]any{"seq": seq, "name": t.Name, "files": files})
 		return s.audit(tx, j.ID, j.Attempt, "tool.call", map[string]any{"seq": seq, "name": t.Name, "callId": t.ID, "files": files}, map[string]any{"input": t.Input})
 	})
 }
 
-func (r *recorder) toolResult(ctx context.Context, t *provider.ToolEvent) error {
+func (r *recorder) toolResult(t *provider.ToolEvent) {
 	if t == nil {
-		return nil
+		return
 	}
 	s, j := r.s, r.job
 	seq, known := r.tools[t.ID]
 	if !known {
 		// A result without a call we saw: record it as its own observation.
-		if err := r.toolCall(ctx, &provider.ToolEvent{ID: t.ID, Name: t.Name, Files: t.Files}); err != nil {
-			return err
-		}
+		r.toolCall(&provider.ToolEvent{ID: t.ID, Name: t.Name, Files: t.Files})
 		seq = r.tools[t.ID]
 	}
-	return s.write(ctx, func(tx *sql.Tx, ev *pending) error {
+	finished := nowString(s.now())
+	r.write(func(tx *sql.Tx, ev *pending) error {
 		status := "succeeded"
 		var errText any
 		if t.IsError {
@@ -498,7 +516,7 @@ func (r *recorder) toolResult(ctx context.Context, t *provider.ToolEvent) error 
 			errText = excerpt(t.Output, 2000)
 		}
 		q := `UPDATE bridge_tools SET output = ?, status = ?, error = ?, finished_at = ?`
-		args := []any{t.Output, status, errText, nowString(s.now())}
+		args := []any{t.Output, status, errText, finished}
 		if len(t.Files) > 0 {
 			q += `, files = ?, has_files = 1`
 			args = append(args, mustJSON(t.Files))
@@ -513,13 +531,11 @@ func (r *recorder) toolResult(ctx context.Context, t *provider.ToolEvent) error 
 }
 
 // flushTools marks calls that never got a result when the turn ended.
-func (r *recorder) flushTools(provider.Result) {
-	err := r.s.db.Write(context.Background(), func(tx *sql.Tx) error {
+func (r *recorder) flushTools() {
+	now := nowString(r.s.now())
+	r.write(func(tx *sql.Tx, _ *pending) error {
 		_, err := tx.Exec(`UPDATE bridge_tools SET status = 'abandoned', finished_at = ? WHERE job_id = ? AND attempt = ? AND status = 'running'`,
-			nowString(r.s.now()), r.job.ID, r.job.Attempt)
+			now, r.job.ID, r.job.Attempt)
 		return err
 	})
-	if err != nil {
-		r.s.log.Error("close tool observations", "job", r.job.ID, "err", err)
-	}
 }

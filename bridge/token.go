@@ -257,6 +257,34 @@ func (s *Service) stillValid(ctx context.Context, p Principal) bool {
 	return err == nil
 }
 
+// watchRevocations ends streams and waiters whose token was revoked directly
+// in the database (the CLI with the daemon unreachable, say). API
+// revocations end them at once; this catches the rest within a second by
+// re-checking open principals only when the revocation count changes.
+func (s *Service) watchRevocations(ctx context.Context, every time.Duration) {
+	count := func() int64 {
+		var n int64
+		if err := s.db.Reader().QueryRowContext(ctx, `SELECT count(*) FROM bridge_tokens WHERE revoked_at IS NOT NULL`).Scan(&n); err != nil {
+			return -1
+		}
+		return n
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	last := count()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n := count(); n >= 0 && n != last {
+			s.live.sweep(func(p Principal) bool { return s.stillValid(ctx, p) })
+			last = n
+		}
+	}
+}
+
 func parseTime(s string) time.Time {
 	t, _ := time.Parse(time.RFC3339Nano, s)
 	return t

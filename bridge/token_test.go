@@ -1,6 +1,8 @@
 package bridge_test
 
 import (
+	"context"
+	"database/sql"
 	"strings"
 	"testing"
 	"time"
@@ -184,4 +186,28 @@ func TestRevocation(t *testing.T) {
 
 	is.Equal(e.do("DELETE", "/v1/bridge/admin/clients/nobody", e.owner, nil).Status, 404)
 	is.Equal(e.do("DELETE", "/v1/bridge/admin/clients/bad%20name", e.owner, nil).Status, 400)
+}
+
+// TestRevocationInDatabaseClosesStreams covers a revocation that does not go
+// through the running daemon's API (written straight to the database).
+func TestRevocationInDatabaseClosesStreams(t *testing.T) {
+	e := newEnv(t)
+	is := is.New(t)
+	tok := e.token("ide", "read")
+	stream, _ := e.stream(tok)
+	_, err := e.d.DB.Reader().Exec(`SELECT 1`)
+	is.NoErr(err)
+	is.NoErr(e.d.DB.Write(context.Background(), func(tx *sql.Tx) error {
+		_, err := tx.Exec(`UPDATE bridge_tokens SET revoked_at = '2026-01-01T00:00:00Z' WHERE client_id = 'ide'`)
+		return err
+	}))
+	deadline := time.After(1500 * time.Millisecond)
+	for open := true; open; {
+		select {
+		case _, ok := <-stream.events:
+			open = ok
+		case <-deadline:
+			t.Fatal("stream still open after a database revocation")
+		}
+	}
 }

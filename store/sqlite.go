@@ -201,6 +201,26 @@ func (db *DB) WriteSingle(ctx context.Context, fn func(tx *sql.Tx) error) error 
 	return db.submit(&writeReq{ctx: ctx, fn: fn, single: true, err: make(chan error, 1)})
 }
 
+// Go queues fn like WriteThen but does not wait: the returned channel yields
+// the result once the transaction has committed. Writes queued by one
+// goroutine commit in the order they were queued, so waiting for the last
+// one waits for all of them.
+func (db *DB) Go(ctx context.Context, fn func(tx *sql.Tx) error, then func()) <-chan error {
+	req := &writeReq{ctx: ctx, fn: fn, then: then, err: make(chan error, 1)}
+	if db.reqs == nil {
+		req.err <- errors.New("store: database opened read-only")
+		return req.err
+	}
+	select {
+	case db.reqs <- req:
+	case <-db.stop:
+		req.err <- ErrClosed
+	case <-ctx.Done():
+		req.err <- ctx.Err()
+	}
+	return req.err
+}
+
 func (db *DB) submit(req *writeReq) error {
 	if db.reqs == nil {
 		return errors.New("store: database opened read-only")

@@ -3,7 +3,6 @@
 package provider
 
 import (
-	"errors"
 	"os"
 	"os/exec"
 	"syscall"
@@ -30,8 +29,10 @@ func signalGroup(p *os.Process, sig syscall.Signal) {
 	if p == nil || p.Pid <= 0 {
 		return
 	}
-	if err := syscall.Kill(-p.Pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-		// Not a group leader after all (should not happen): signal the process.
+	if err := syscall.Kill(-p.Pid, sig); err != nil {
+		// No such group (it is gone, or the process is not a group leader
+		// after all): signal the process itself. After it was reaped this
+		// is a harmless os.ErrProcessDone.
 		_ = p.Signal(sig)
 	}
 }

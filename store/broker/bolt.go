@@ -61,7 +61,8 @@ type BoltOptions struct {
 
 	// Logger receives operational errors from background work. Default slog.Default().
 	Logger *slog.Logger
-	// Now is the clock, for tests. Default time.Now.
+	// Now is the clock for message timestamps and retention age, for tests;
+	// redelivery timing always uses the real clock. Default time.Now.
 	Now func() time.Time
 }
 
@@ -112,6 +113,9 @@ func (o BoltOptions) withDefaults() BoltOptions {
 // run of acknowledged messages, and is persisted every CommitInterval and on
 // Close. After a crash or restart every message at or above the committed
 // offset is delivered again, including ones acknowledged out of order.
+// Messages are handed out in offset order per topic; a failed one is retried
+// after its backoff while later ones proceed (at most MaxUnacked ahead), so
+// only a lone subscription with Concurrency 1 and no failures sees strict order.
 //
 // Retention trims a topic's oldest messages beyond RetentionMaxMessages or
 // older than RetentionMaxAge, but never past the lowest committed offset of
@@ -290,7 +294,6 @@ func (b *Bolt) writeLoop() {
 func (b *Bolt) commit(batch []*publishReq) error {
 	ends := make(map[string]int64)
 	err := b.db.Update(func(tx *bolt.Tx) error {
-		clear(ends) // bbolt may not retry, but a rerun must not see stale ends
 		root := tx.Bucket(topicsBucket)
 		if root == nil {
 			return errors.New("bucket broker.topics missing")

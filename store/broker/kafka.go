@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -265,8 +266,11 @@ func (k *Kafka) Topics(ctx context.Context) ([]string, error) {
 	}
 	var out []string
 	for topic, pends := range ends {
-		if slices.ContainsFunc(slices.Collect(maps.Values(pends)), func(o int64) bool { return o > 0 }) {
-			out = append(out, topic)
+		for _, end := range pends {
+			if end > 0 {
+				out = append(out, topic)
+				break
+			}
 		}
 	}
 	slices.Sort(out)
@@ -355,8 +359,11 @@ func (k *Kafka) Latest(ctx context.Context, topic string) (int64, error) {
 		return 0, fmt.Errorf("broker: latest: %w", err)
 	}
 	exists, err := k.singlePartition(ctx, topic)
-	if err != nil || !exists {
-		return 0, wrapIf(err, "broker: latest %s", topic)
+	if err != nil {
+		return 0, fmt.Errorf("broker: latest %s: %w", topic, err)
+	}
+	if !exists {
+		return 0, nil
 	}
 	ends, err := k.endOffsets(ctx, map[string][]int32{topic: {0}})
 	if err != nil {
@@ -400,7 +407,7 @@ func (k *Kafka) Read(ctx context.Context, topic string, fromOffset int64, limit 
 		var ferr error
 		fs.EachError(func(_ string, _ int32, err error) {
 			if !errors.Is(err, context.DeadlineExceeded) {
-				ferr = cmpOr(ferr, err)
+				ferr = cmp.Or(ferr, err)
 			}
 		})
 		if ferr != nil {
@@ -458,18 +465,4 @@ func fromRecord(r *kgo.Record) Message {
 		}
 	}
 	return m
-}
-
-func wrapIf(err error, format string, args ...any) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf(format+": %w", append(args, err)...)
-}
-
-func cmpOr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }

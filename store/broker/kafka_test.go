@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -40,7 +41,7 @@ func testKafkaOptions(c *kfake.Cluster) KafkaOptions {
 		HeartbeatInterval: 100 * time.Millisecond,
 		RebalanceTimeout:  5 * time.Second,
 		FetchMaxWait:      200 * time.Millisecond,
-		Logger:            slog.New(slog.DiscardHandler),
+		Logger:            slog.New(slog.NewTextHandler(os.Stderr, nil)),
 	}
 }
 

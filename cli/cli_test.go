@@ -198,6 +198,11 @@ func TestServeStatusAndShutdown(t *testing.T) {
 	is.NoErr(json.Unmarshal([]byte(out), &st))
 	is.Equal(st["running"], true)
 	is.Equal(st["health"], "ready")
+	providers := st["providers"].([]any)
+	is.True(len(providers) >= 1) // the default profile is listed
+	code, out, _ = run(context.Background(), "status", "--data-dir", dir)
+	is.Equal(code, 0)
+	is.True(strings.Contains(out, "profile default:"))
 
 	code, _, errw := run(context.Background(), "migrate", "--data-dir", dir)
 	is.Equal(code, ExitError) // refuses while the daemon runs

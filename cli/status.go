@@ -69,16 +69,45 @@ Exit codes: 0 running, 3 not running, 1 other errors.`,
 				return a.notRunning(asJSON, dir, fmt.Sprintf("stale daemon.json from pid %d", st.PID))
 			}
 			uptime := time.Since(st.StartedAt).Truncate(time.Second)
+			// Provider availability and job counts come from the bridge API;
+			// they are optional extras if the owner token is unreadable.
+			var bs struct {
+				Providers []struct {
+					Profile   string `json:"profile"`
+					Provider  string `json:"provider"`
+					Available bool   `json:"available"`
+					Demo      bool   `json:"demo"`
+					Error     string `json:"error"`
+				} `json:"providers"`
+				Jobs map[string]int `json:"jobs"`
+			}
+			if c, err := a.daemonClient(cmd.Context()); err == nil {
+				_ = c.do(cmd.Context(), "GET", st.BridgeURL, "/v1/bridge/status", nil, &bs)
+			}
 			if asJSON {
 				return a.printJSON(map[string]any{
 					"running": true, "pid": st.PID, "bridge_url": st.BridgeURL, "services_url": st.ServicesURL,
 					"version": st.Version, "commit": st.Commit, "started_at": st.StartedAt,
 					"uptime_seconds": int64(uptime.Seconds()), "health": health, "data_dir": st.DataDir,
+					"providers": bs.Providers, "jobs": bs.Jobs,
 				})
 			}
 			fmt.Fprintf(a.out, "bridge is running (pid %d, up %s)\n", st.PID, uptime)
 			fmt.Fprintf(a.out, "  bridge API:   %s\n  services API: %s\n  version:      %s (%s)\n  health:       %s\n  data dir:     %s\n",
 				st.BridgeURL, st.ServicesURL, st.Version, st.Commit, health, st.DataDir)
+			for _, p := range bs.Providers {
+				note := ""
+				switch {
+				case p.Demo:
+					note = " (demo: echoes prompts; install Claude Code or Codex for real work)"
+				case !p.Available:
+					note = " (unavailable: " + p.Error + ")"
+				}
+				fmt.Fprintf(a.out, "  profile %-8s %s%s\n", p.Profile+":", p.Provider, note)
+			}
+			if bs.Jobs != nil {
+				fmt.Fprintf(a.out, "  jobs:         %d queued, %d running, %d paused\n", bs.Jobs["queued"], bs.Jobs["running"], bs.Jobs["paused"])
+			}
 			return nil
 		},
 	}

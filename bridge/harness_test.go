@@ -87,7 +87,7 @@ func (e *env) start() {
 	if err := file.Decode("events", &cfg.Events); err != nil {
 		e.t.Fatal(err)
 	}
-	d, err := daemon.Start(context.Background(), wire.Options(daemon.Options{DataDir: e.dir, Config: cfg, File: file, Build: daemon.BuildInfo{Version: "test"}}))
+	d, err := daemon.Start(context.Background(), wire.Options(daemon.Options{DataDir: e.dir, Config: cfg, File: file, Build: daemon.BuildInfo{Version: "test"}, DisableKeyring: true}))
 	if err != nil {
 		e.t.Fatal(err)
 	}

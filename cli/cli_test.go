@@ -249,3 +249,9 @@ func TestEveryCommandHasHelpWithExample(t *testing.T) {
 		}
 	}
 }
+
+// TestMain keeps in-process daemons away from the developer's real keychain.
+func TestMain(m *testing.M) {
+	os.Setenv("BRIDGE_DISABLE_KEYRING", "1")
+	os.Exit(m.Run())
+}

@@ -23,6 +23,7 @@ import (
 	"github.com/agentbridge/bridge/config"
 	"github.com/agentbridge/bridge/httpx"
 	"github.com/agentbridge/bridge/store"
+	"github.com/agentbridge/bridge/store/secretbox"
 )
 
 // BuildInfo identifies the binary; goreleaser sets it through ldflags in main.
@@ -45,6 +46,9 @@ type Options struct {
 	Migrations []store.Migration
 	// Subsystems build the subsystems, in order, once the stores are open.
 	Subsystems []Factory
+	// DisableKeyring keeps the secret box's key in a 0600 file instead of
+	// the OS keychain (tests; also BRIDGE_DISABLE_KEYRING=1).
+	DisableKeyring bool
 }
 
 // Subsystem is a part of the daemon that serves routes and may run loops.
@@ -138,6 +142,11 @@ func Start(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	}
 	closers = append(closers, d.DB.Close)
 
+	box, err := secretbox.Open(ctx, dir, secretbox.Options{Logger: d.log, DisableKeyring: opts.DisableKeyring || os.Getenv("BRIDGE_DISABLE_KEYRING") == "1"})
+	if err != nil {
+		return nil, fmt.Errorf("secret box: %w", err)
+	}
+
 	bridgeRouter, servicesRouter := newRouter(bridgeNotFound), newRouter(problemNotFound)
 	d.health(servicesRouter)
 
@@ -169,7 +178,7 @@ func Start(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	d.servicesSrv = d.newServer(servicesGuard.Wrap(problemDenied, httpx.WithRequestID("X-Request-ID", servicesRouter)))
 
 	deps := Deps{
-		DataDir: dir, DB: d.DB, Bolt: d.Bolt, Config: opts.File, Logger: d.log, IsOwner: d.isOwner,
+		DataDir: dir, DB: d.DB, Bolt: d.Bolt, Box: box, Config: opts.File, Logger: d.log, IsOwner: d.isOwner,
 		OwnerHash: d.ownerHash, Build: opts.Build, EventsCapacity: opts.Config.Events.Capacity,
 		BridgeAddr: d.bridgeLn.Addr().String(), ServicesAddr: d.servicesLn.Addr().String(),
 	}

@@ -31,7 +31,7 @@ func testConfig() daemon.Config {
 
 func start(t *testing.T, dir string) *daemon.Daemon {
 	t.Helper()
-	d, err := daemon.Start(context.Background(), daemon.Options{DataDir: dir, Config: testConfig(), Build: daemon.BuildInfo{Version: "test"}})
+	d, err := daemon.Start(context.Background(), daemon.Options{DataDir: dir, Config: testConfig(), Build: daemon.BuildInfo{Version: "test"}, DisableKeyring: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestConfiguredTunnelHostAllowed(t *testing.T) {
 	c := testConfig()
 	c.Listen.AllowedHosts = []string{"tunnel.example.com"}
 	c.Listen.AllowedOrigins = []string{"https://tunnel.example.com"}
-	d, err := daemon.Start(context.Background(), daemon.Options{DataDir: t.TempDir(), Config: c})
+	d, err := daemon.Start(context.Background(), daemon.Options{DataDir: t.TempDir(), Config: c, DisableKeyring: true})
 	is.NoErr(err)
 	defer d.Shutdown()
 	code, _ := get(t, d.State().ServicesURL+"/health/live", map[string]string{"Host": "tunnel.example.com", "Origin": "https://tunnel.example.com"})
@@ -170,7 +170,7 @@ func TestSecondDaemonFailsFast(t *testing.T) {
 	d := start(t, dir)
 	before, _ := os.ReadFile(filepath.Join(dir, daemon.DaemonFile))
 	t0 := time.Now()
-	_, err := daemon.Start(context.Background(), daemon.Options{DataDir: dir, Config: testConfig()})
+	_, err := daemon.Start(context.Background(), daemon.Options{DataDir: dir, Config: testConfig(), DisableKeyring: true})
 	is.True(err != nil)
 	is.True(time.Since(t0) < 3*time.Second)
 	is.True(strings.Contains(err.Error(), "another bridge daemon is already using"))
@@ -188,7 +188,7 @@ func TestOccupiedPort(t *testing.T) {
 	c := testConfig()
 	c.Listen.ServicesPort = ln.Addr().(*net.TCPAddr).Port
 	dir := t.TempDir()
-	_, err = daemon.Start(context.Background(), daemon.Options{DataDir: dir, Config: c})
+	_, err = daemon.Start(context.Background(), daemon.Options{DataDir: dir, Config: c, DisableKeyring: true})
 	is.True(err != nil)
 	is.True(strings.Contains(err.Error(), "already in use"))
 	_, statErr := os.Stat(filepath.Join(dir, daemon.OwnerTokenFile))
@@ -201,7 +201,7 @@ func TestNonLoopbackRefused(t *testing.T) {
 	is := is.New(t)
 	c := testConfig()
 	c.Listen.ServicesHost = "0.0.0.0"
-	_, err := daemon.Start(context.Background(), daemon.Options{DataDir: t.TempDir(), Config: c})
+	_, err := daemon.Start(context.Background(), daemon.Options{DataDir: t.TempDir(), Config: c, DisableKeyring: true})
 	is.True(err != nil)
 	is.True(strings.Contains(err.Error(), "non-loopback"))
 }
@@ -210,7 +210,7 @@ func TestUnwritableDataDir(t *testing.T) {
 	is := is.New(t)
 	file := filepath.Join(t.TempDir(), "file")
 	is.NoErr(os.WriteFile(file, nil, 0o600))
-	_, err := daemon.Start(context.Background(), daemon.Options{DataDir: filepath.Join(file, "sub"), Config: testConfig()})
+	_, err := daemon.Start(context.Background(), daemon.Options{DataDir: filepath.Join(file, "sub"), Config: testConfig(), DisableKeyring: true})
 	is.True(err != nil)
 	is.True(strings.Contains(err.Error(), "data directory"))
 }
@@ -222,7 +222,7 @@ func TestCorruptStores(t *testing.T) {
 			dir := t.TempDir()
 			garbage := []byte(strings.Repeat("garbage!", 1024))
 			is.NoErr(os.WriteFile(filepath.Join(dir, name), garbage, 0o600))
-			_, err := daemon.Start(context.Background(), daemon.Options{DataDir: dir, Config: testConfig()})
+			_, err := daemon.Start(context.Background(), daemon.Options{DataDir: dir, Config: testConfig(), DisableKeyring: true})
 			is.True(err != nil)
 			is.True(strings.Contains(err.Error(), "corrupt"))
 			after, _ := os.ReadFile(filepath.Join(dir, name))
@@ -266,7 +266,7 @@ func TestChildDaemon(t *testing.T) {
 	if dir == "" {
 		t.Skip("helper process for TestRestartAfterSIGKILL")
 	}
-	d, err := daemon.Start(context.Background(), daemon.Options{DataDir: dir, Config: testConfig()})
+	d, err := daemon.Start(context.Background(), daemon.Options{DataDir: dir, Config: testConfig(), DisableKeyring: true})
 	if err != nil {
 		t.Fatal(err)
 	}

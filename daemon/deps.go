@@ -10,6 +10,7 @@ import (
 	"github.com/agentbridge/bridge/config"
 	"github.com/agentbridge/bridge/store"
 	"github.com/agentbridge/bridge/store/broker"
+	"github.com/agentbridge/bridge/store/secretbox"
 )
 
 // Deps is what the daemon hands each subsystem's constructor. Subsystems take
@@ -21,6 +22,9 @@ type Deps struct {
 	// store/broker, each in buckets of its own.
 	Bolt   *bolt.DB
 	Broker broker.Broker
+	// Box encrypts secrets at rest with the key from the OS keychain (or a
+	// 0600 key file where there is none).
+	Box    *secretbox.Box
 	Config *config.File
 	Logger *slog.Logger
 	// IsOwner reports whether a request carries the owner token

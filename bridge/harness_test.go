@@ -45,7 +45,13 @@ func withCapacity(n int) envOpt      { return func(c *envConfig) { c.capacity = 
 
 func newEnv(t testing.TB, opts ...envOpt) *env {
 	t.Helper()
-	e := &env{t: t, dir: t.TempDir()}
+	return newEnvIn(t, t.TempDir(), opts...)
+}
+
+// newEnvIn starts a daemon on an existing data directory.
+func newEnvIn(t testing.TB, dir string, opts ...envOpt) *env {
+	t.Helper()
+	e := &env{t: t, dir: dir}
 	e.claude, e.codex = providertest.BuildFakeAgent(t, t.TempDir())
 	var c envConfig
 	for _, o := range opts {

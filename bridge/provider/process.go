@@ -297,6 +297,8 @@ func runProcess(ctx context.Context, spec procSpec, emit func(Event)) (Result, e
 	}
 	_ = outR.Close()
 	_ = errR.Close()
+	// Second sweep: catches a member that was mid-fork during the first.
+	killLeftovers(cmd.Process)
 
 	exitCode := -1
 	if cmd.ProcessState != nil {

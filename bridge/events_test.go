@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -113,4 +114,28 @@ func TestEventsNeedReadScope(t *testing.T) {
 	if r.Status != 403 {
 		t.Fatalf("status %d", r.Status)
 	}
+}
+
+// TestSlowConsumerBlocksNobody opens a stream that never reads while ~2,000
+// events flow: another stream still gets every event, and the jobs finish.
+func TestSlowConsumerBlocksNobody(t *testing.T) {
+	e := newEnv(t)
+	is := is.New(t)
+	tok := e.token("ide", "read,submit")
+	stalled, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
+	is.NoErr(err)
+	defer stalled.Close()
+	fmt.Fprintf(stalled, "GET /v1/bridge/events HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", strings.TrimPrefix(e.url, "http://"), tok)
+	// It never reads a byte.
+
+	live, _ := e.stream(tok)
+	var last string
+	for i := 0; i < 250; i++ {
+		last = e.submit(tok, map[string]any{"prompt": strings.Repeat("payload ", 40)})
+	}
+	e.waitState(tok, last, "succeeded")
+	got := live.next(t, 10*time.Second, func(ev sseEvent) bool {
+		return ev.Event == "job.updated" && strings.Contains(ev.Data, last) && strings.Contains(ev.Data, `"succeeded"`)
+	})
+	is.True(got.ID != "")
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -23,6 +24,7 @@ import (
 	"github.com/agentbridge/bridge/config"
 	"github.com/agentbridge/bridge/httpx"
 	"github.com/agentbridge/bridge/store"
+	"github.com/agentbridge/bridge/store/broker"
 	"github.com/agentbridge/bridge/store/secretbox"
 )
 
@@ -75,6 +77,7 @@ type Daemon struct {
 	log       *slog.Logger
 	DB        *store.DB
 	Bolt      *bolt.DB
+	Broker    broker.Broker
 	ownerHash [32]byte
 
 	bridgeLn, servicesLn   net.Listener
@@ -130,11 +133,24 @@ func Start(ctx context.Context, opts Options) (_ *Daemon, err error) {
 
 	// bbolt holds an exclusive lock for as long as the daemon runs: it is what
 	// makes a second `serve` on the same directory fail fast and harmlessly.
-	d.Bolt, err = bolt.Open(filepath.Join(dir, EventsFile), 0o600, &bolt.Options{Timeout: 300 * time.Millisecond})
+	boltOpts := &bolt.Options{Timeout: 300 * time.Millisecond}
+	if runtime.GOOS != "windows" {
+		// Reserve address space up front so the file's growth never remaps
+		// (a remap blocks every reader and writer). On Windows the mmap size
+		// is also the file size, so it grows as needed there.
+		boltOpts.InitialMmapSize = 1 << 30
+	}
+	d.Bolt, err = bolt.Open(filepath.Join(dir, EventsFile), 0o600, boltOpts)
 	if err != nil {
 		return nil, boltOpenError(dir, err)
 	}
 	closers = append(closers, d.Bolt.Close)
+
+	d.Broker, err = openBroker(ctx, d.Bolt)
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, d.Broker.Close)
 
 	d.DB, err = store.Open(ctx, filepath.Join(dir, DatabaseFile), opts.Migrations, store.Options{})
 	if err != nil {
@@ -178,7 +194,7 @@ func Start(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	d.servicesSrv = d.newServer(servicesGuard.Wrap(problemDenied, httpx.WithRequestID("X-Request-ID", servicesRouter)))
 
 	deps := Deps{
-		DataDir: dir, DB: d.DB, Bolt: d.Bolt, Box: box, Config: opts.File, Logger: d.log, IsOwner: d.isOwner,
+		DataDir: dir, DB: d.DB, Bolt: d.Bolt, Broker: d.Broker, Box: box, Config: opts.File, Logger: d.log, IsOwner: d.isOwner,
 		OwnerHash: d.ownerHash, Build: opts.Build, EventsCapacity: opts.Config.Events.Capacity,
 		BridgeAddr: d.bridgeLn.Addr().String(), ServicesAddr: d.servicesLn.Addr().String(),
 	}
@@ -283,7 +299,7 @@ func (d *Daemon) Shutdown() error {
 				errs = append(errs, err)
 			}
 		}
-		errs = append(errs, d.DB.Close(), d.Bolt.Close())
+		errs = append(errs, d.Broker.Close(), d.DB.Close(), d.Bolt.Close())
 		if err := os.Remove(filepath.Join(d.opts.DataDir, DaemonFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
@@ -317,6 +333,27 @@ func EnsureDataDir(dir string) error {
 	f.Close()
 	os.Remove(f.Name())
 	return nil
+}
+
+// MaxBrokerMessage bounds one broker message: a 1 MiB webhook body plus its
+// envelope headers fits.
+const MaxBrokerMessage = 2 << 20
+
+// openBroker returns the durable in-process broker, or Kafka when
+// PLATFORM_KAFKA_BOOTSTRAP_SERVERS names a cluster.
+func openBroker(ctx context.Context, db *bolt.DB) (broker.Broker, error) {
+	if servers := broker.ParseBootstrapServers(os.Getenv("PLATFORM_KAFKA_BOOTSTRAP_SERVERS")); len(servers) > 0 {
+		k, err := broker.NewKafka(ctx, broker.KafkaOptions{Brokers: servers})
+		if err != nil {
+			return nil, fmt.Errorf("kafka broker: %w", err)
+		}
+		return k, nil
+	}
+	b, err := broker.NewBolt(db, broker.BoltOptions{MaxMessageBytes: MaxBrokerMessage})
+	if err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	return b, nil
 }
 
 func boltOpenError(dir string, err error) error {

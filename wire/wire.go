@@ -6,8 +6,11 @@ package wire
 import (
 	"errors"
 
+	"github.com/julienschmidt/httprouter"
+
 	"github.com/agentbridge/bridge/bridge"
 	"github.com/agentbridge/bridge/daemon"
+	"github.com/agentbridge/bridge/ingest"
 	"github.com/agentbridge/bridge/store"
 	"github.com/agentbridge/bridge/store/ring"
 )
@@ -17,12 +20,13 @@ import (
 func Migrations() []store.Migration {
 	var all []store.Migration
 	all = append(all, bridge.Migrations()...)
+	all = append(all, ingest.Migrations()...)
 	return all
 }
 
 // Subsystems returns the factories of every subsystem, in start order.
 func Subsystems(o BridgeOptions) []daemon.Factory {
-	return []daemon.Factory{bridgeFactory(o)}
+	return []daemon.Factory{bridgeFactory(o), ingestFactory}
 }
 
 // BridgeOptions lets tests point the bridge at a fake agent.
@@ -65,4 +69,20 @@ func bridgeFactory(o BridgeOptions) daemon.Factory {
 		}
 		return &bridgeSub{Service: svc, ring: r}, nil
 	}
+}
+
+// servicesOnly adapts a subsystem that serves only the services listener.
+type servicesOnly struct {
+	daemon.Service
+	routes func(*httprouter.Router)
+}
+
+func (s servicesOnly) Routes(_, services *httprouter.Router) { s.routes(services) }
+
+func ingestFactory(d daemon.Deps) (daemon.Subsystem, error) {
+	svc, err := ingest.New(d)
+	if err != nil {
+		return nil, err
+	}
+	return servicesOnly{Service: svc, routes: svc.Routes}, nil
 }

@@ -20,7 +20,10 @@ type factory func(t *testing.T) (open func() Broker)
 
 // Timing shared by both implementations' test options.
 const (
-	testRedelivery = 300 * time.Millisecond
+	// testRedelivery is short enough to keep the timeout tests quick, and
+	// long enough that a trivial handler starved of CPU (-race, a loaded
+	// 2-core machine) is not mistaken for a hung one and delivered twice.
+	testRedelivery = 1500 * time.Millisecond
 	testMinBackoff = 20 * time.Millisecond
 	testMaxBackoff = 100 * time.Millisecond
 	// waitLong bounds waits for things that must happen; they normally take
@@ -347,41 +350,44 @@ func contractSharedGroup(t *testing.T, open func() Broker) {
 }
 
 func contractFailureRedelivers(t *testing.T, open func() Broker) {
-	release := make(chan struct{})
-	defer close(release) // before the cleanups that close subscriptions and wait for handlers
 	tests := []struct {
 		name string
-		fail func(ctx context.Context) error // the first attempt's behaviour
+		fail func(ctx context.Context, release <-chan struct{}) error // the first attempt's behaviour
 	}{
-		{"error", func(context.Context) error { return errors.New("boom") }},
-		{"panic", func(context.Context) error { panic("boom") }},
-		{"timeout honouring ctx", func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }},
-		{"timeout ignoring ctx", func(context.Context) error { <-release; return nil }},
+		{"error", func(context.Context, <-chan struct{}) error { return errors.New("boom") }},
+		{"panic", func(context.Context, <-chan struct{}) error { panic("boom") }},
+		{"timeout honouring ctx", func(ctx context.Context, _ <-chan struct{}) error { <-ctx.Done(); return ctx.Err() }},
+		{"timeout ignoring ctx", func(_ context.Context, release <-chan struct{}) error { <-release; return nil }},
 	}
-	is := is.New(t)
 	b := open()
 	for i, tt := range tests {
-		topic := fmt.Sprintf("fail.%d", i)
-		var attempts sync.Map
-		r := newRecorder(func(ctx context.Context, m Message) error {
-			attempts.Store(string(m.Value)+fmt.Sprint(Attempt(ctx)), true)
-			if string(m.Value) == "bad" && Attempt(ctx) == 1 {
-				return tt.fail(ctx)
-			}
-			return nil
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			is := is.New(t)
+			release := make(chan struct{})
+			defer close(release) // before the cleanup that closes the subscription and waits for handlers
+			topic := fmt.Sprintf("fail.%d", i)
+			var attempts sync.Map
+			r := newRecorder(func(ctx context.Context, m Message) error {
+				attempts.Store(string(m.Value)+fmt.Sprint(Attempt(ctx)), true)
+				if string(m.Value) == "bad" && Attempt(ctx) == 1 {
+					return tt.fail(ctx, release)
+				}
+				return nil
+			})
+			is.NoErr(b.Publish(t.Context(), msgs(topic, "before", "bad", "after")...))
+			subscribe(t, b, fmt.Sprintf("g%d", i), []string{topic}, r.handle)
+			waitUntil(t, "redelivery", func() bool { return r.count("bad") >= 2 })
+			r.waitValues(t, "before", "after")
+			_, second := attempts.Load("bad2")
+			is.True(second) // Attempt counts deliveries
+			_, first := attempts.Load("before1")
+			is.True(first)
+			time.Sleep(quiet)
+			is.Equal(r.count("bad"), 2) // acked on the second attempt, then left alone
+			is.Equal(r.count("before"), 1)
+			is.Equal(r.count("after"), 1)
 		})
-		is.NoErr(b.Publish(t.Context(), msgs(topic, "before", "bad", "after")...))
-		subscribe(t, b, fmt.Sprintf("g%d", i), []string{topic}, r.handle)
-		waitUntil(t, tt.name+": redelivery", func() bool { return r.count("bad") >= 2 })
-		r.waitValues(t, "before", "after")
-		_, second := attempts.Load("bad2")
-		is.True(second) // Attempt counts deliveries
-		_, first := attempts.Load("before1")
-		is.True(first)
-		time.Sleep(quiet)
-		is.Equal(r.count("bad"), 2) // acked on the second attempt, then left alone
-		is.Equal(r.count("before"), 1)
-		is.Equal(r.count("after"), 1)
 	}
 }
 

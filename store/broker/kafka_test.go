@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -37,11 +36,11 @@ func testKafkaOptions(c *kfake.Cluster) KafkaOptions {
 			MaxBackoff:        testMaxBackoff,
 		},
 		MetadataMaxAge:    250 * time.Millisecond,
-		SessionTimeout:    3 * time.Second,
+		SessionTimeout:    10 * time.Second, // members leave explicitly; this only guards against starvation
 		HeartbeatInterval: 100 * time.Millisecond,
-		RebalanceTimeout:  5 * time.Second,
+		RebalanceTimeout:  10 * time.Second,
 		FetchMaxWait:      200 * time.Millisecond,
-		Logger:            slog.New(slog.NewTextHandler(os.Stderr, nil)),
+		Logger:            slog.New(slog.DiscardHandler),
 	}
 }
 

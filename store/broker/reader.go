@@ -5,8 +5,8 @@ import "context"
 // Reader reads a topic's log without a consumer group and without affecting
 // any group's offsets: for tailing a topic and listing dead letters.
 type Reader interface {
-	// Read returns up to limit messages of topic with offsets >= fromOffset,
-	// in offset order. Offsets older than the oldest retained message are
+	// Read returns up to limit (1 to 10,000) messages of topic with offsets
+	// >= fromOffset, in offset order. Offsets older than the oldest retained message are
 	// skipped, so the first returned offset may be greater than fromOffset.
 	// An unknown topic yields no messages and no error.
 	Read(ctx context.Context, topic string, fromOffset int64, limit int) ([]Message, error)

@@ -1,0 +1,75 @@
+package ingest
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentbridge/bridge/store"
+)
+
+// dedupeStore is the idempotency store: the delivery ids each provider has
+// sent within the window. It lives in SQLite rather than bbolt because bbolt
+// belongs to the broker and the CLI-facing reads want SQL; SQLite's group
+// commit makes a claim durable at the cost of a shared fsync. One store is
+// shared by every consumer of the process.
+type dedupeStore struct {
+	db     *store.DB
+	window time.Duration
+}
+
+// tsFormat is fixed-width so that stored times sort as text.
+const tsFormat = "2006-01-02T15:04:05.000000000Z"
+
+func fmtTime(t time.Time) string { return t.UTC().Format(tsFormat) }
+
+// seen returns the event that first claimed provider's deliveryID within the
+// window, or "" when it is unclaimed (or claimed by eventID itself).
+func (d *dedupeStore) seen(ctx context.Context, provider, deliveryID, eventID string, now time.Time) (string, error) {
+	var first string
+	err := d.db.Reader().QueryRowContext(ctx,
+		`SELECT event_id FROM ingest_idempotency WHERE provider = ? AND delivery_id = ? AND expires_at > ?`,
+		provider, deliveryID, now.UnixMilli()).Scan(&first)
+	if errors.Is(err, sql.ErrNoRows) || first == eventID {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("ingest: idempotency lookup: %w", err)
+	}
+	return first, nil
+}
+
+// claim records deliveryID for eventID inside tx. It reports false when
+// another event holds an unexpired claim: the delivery is a duplicate.
+// A claim by the same event (a redelivery) succeeds again.
+func (d *dedupeStore) claim(tx *sql.Tx, provider, deliveryID, eventID string, now time.Time) (bool, error) {
+	res, err := tx.Exec(`INSERT INTO ingest_idempotency (provider, delivery_id, event_id, seen_at, expires_at)
+		VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (provider, delivery_id) DO UPDATE SET
+			event_id = excluded.event_id, seen_at = excluded.seen_at, expires_at = excluded.expires_at
+		WHERE ingest_idempotency.expires_at <= ? OR ingest_idempotency.event_id = excluded.event_id`,
+		provider, deliveryID, eventID, fmtTime(now), now.Add(d.window).UnixMilli(), now.UnixMilli())
+	if err != nil {
+		return false, fmt.Errorf("ingest: idempotency claim: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("ingest: idempotency claim: %w", err)
+	}
+	return n == 1, nil
+}
+
+// purge deletes expired claims and event records older than retention.
+func (d *dedupeStore) purge(ctx context.Context, now time.Time, retention time.Duration) error {
+	return d.db.Write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.Exec(`DELETE FROM ingest_idempotency WHERE expires_at <= ?`, now.UnixMilli()); err != nil {
+			return fmt.Errorf("ingest: purge idempotency: %w", err)
+		}
+		if _, err := tx.Exec(`DELETE FROM ingest_events WHERE processed_at < ?`, fmtTime(now.Add(-retention))); err != nil {
+			return fmt.Errorf("ingest: purge events: %w", err)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,291 @@
+package ingest
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentbridge/bridge/store/broker"
+)
+
+// Dead-letter stages.
+const (
+	StageIngest  = "ingest"  // the request was rejected
+	StagePublish = "publish" // publication failed after its retries
+	StageProcess = "process" // a consumer rejected the event
+)
+
+// deadLetter is one event to dead-letter.
+type deadLetter struct {
+	headers map[string]string // envelope headers, as far as known
+	payload []byte            // nil with omitted when not kept
+	omitted bool
+	stage   string
+	reason  string
+	detail  string
+	status  int
+	topic   string
+}
+
+// sendDeadLetter publishes dl to the dead-letter topic with the default
+// retry policy. A payload the broker refuses as too large is dropped from
+// the dead letter, so the reason is recorded even then.
+func (s *Service) sendDeadLetter(ctx context.Context, dl deadLetter) error {
+	if !s.cfg.DLQ.Enabled {
+		s.log.Warn("webhook dead letter (DLQ disabled)", "event_id", dl.headers[hID], "provider", dl.headers[hProvider], "stage", dl.stage, "reason", dl.reason)
+		return nil
+	}
+	h := maps.Clone(dl.headers)
+	if h == nil {
+		h = map[string]string{}
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return fmt.Errorf("ingest: dead letter id: %w", err)
+	}
+	h[hDLQID] = id.String()
+	h[hDLQStage] = dl.stage
+	h[hDLQReason] = dl.reason
+	h[hDLQDetail] = clip(dl.detail, maxMetaValue)
+	h[hDLQTime] = fmtTime(s.now())
+	if dl.status != 0 {
+		h[hDLQStatus] = strconv.Itoa(dl.status)
+	}
+	if dl.topic != "" {
+		h[hDLQTopic] = dl.topic
+	}
+	msg := broker.Message{Topic: s.cfg.DLQ.Topic, Key: h[hID], Headers: h, Value: dl.payload}
+	if dl.omitted {
+		msg.Value = nil
+		h[hDLQPayload] = "omitted"
+	}
+	err = s.pub.publishNow(ctx, "", msg)
+	if errors.Is(err, broker.ErrMessageTooLarge) && !dl.omitted {
+		h[hDLQPayload] = "omitted"
+		msg.Value = nil
+		err = s.pub.publishNow(ctx, "", msg)
+	}
+	if err != nil {
+		return fmt.Errorf("ingest: dead-letter %s: %w", h[hID], err)
+	}
+	return nil
+}
+
+// DLQEntry is an indexed dead letter, as the management API returns it.
+type DLQEntry struct {
+	EventID     string            `json:"event_id"`
+	DLQID       string            `json:"dlq_id"`
+	Provider    string            `json:"provider"`
+	Stage       string            `json:"stage"`
+	Reason      string            `json:"reason"`
+	Detail      string            `json:"detail"`
+	Status      int               `json:"status,omitempty"`
+	Topic       string            `json:"topic,omitempty"`
+	PayloadSize int               `json:"payload_size"`
+	Replayable  bool              `json:"replayable"`
+	ReceivedAt  time.Time         `json:"received_at"`
+	FailedAt    time.Time         `json:"failed_at"`
+	Failures    int               `json:"failures"`
+	ReplayedAt  *time.Time        `json:"replayed_at,omitempty"`
+	Replays     int               `json:"replays"`
+	Headers     map[string]string `json:"headers,omitempty"` // single-entry reads only
+	Payload     []byte            `json:"payload,omitempty"` // single-entry reads only (base64)
+	payload     []byte
+	hasPayload  bool
+}
+
+// indexDeadLetter is the handler of the DLQ index consumer: it upserts one
+// row per event. A redelivered dead letter (same dlq-id) changes nothing.
+func (s *Service) indexDeadLetter(ctx context.Context, m broker.Message) error {
+	h := m.Headers
+	eventID := h[hID]
+	if eventID == "" || h[hDLQID] == "" {
+		s.log.Warn("ignoring a message on the dead-letter topic that this service did not write", "offset", m.Offset)
+		return nil
+	}
+	hdrs, err := json.Marshal(h)
+	if err != nil {
+		return fmt.Errorf("ingest: index dead letter: %w", err)
+	}
+	var payload any // NULL when omitted
+	if h[hDLQPayload] != "omitted" {
+		payload = m.Value
+		if m.Value == nil {
+			payload = []byte{}
+		}
+	}
+	status, _ := strconv.Atoi(h[hDLQStatus])
+	size, _ := strconv.Atoi(h[hDataSize])
+	received := h[hTime]
+	if t, err := time.Parse(time.RFC3339Nano, received); err == nil {
+		received = fmtTime(t)
+	}
+	failed := h[hDLQTime]
+	if failed == "" {
+		failed = fmtTime(m.Timestamp)
+	}
+	return s.db.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`INSERT INTO ingest_dlq (event_id, dlq_id, provider, stage, reason, detail, status, topic, headers, payload, payload_size, received_at, failed_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (event_id) DO UPDATE SET dlq_id = excluded.dlq_id, stage = excluded.stage, reason = excluded.reason,
+				detail = excluded.detail, status = excluded.status, topic = excluded.topic, headers = excluded.headers,
+				payload = excluded.payload, payload_size = excluded.payload_size, failed_at = excluded.failed_at,
+				failures = ingest_dlq.failures + 1, replayed_at = NULL
+			WHERE ingest_dlq.dlq_id <> excluded.dlq_id`,
+			eventID, h[hDLQID], h[hProvider], h[hDLQStage], h[hDLQReason], h[hDLQDetail], status, h[hDLQTopic],
+			string(hdrs), payload, size, received, failed)
+		if err != nil {
+			return fmt.Errorf("ingest: index dead letter %s: %w", eventID, err)
+		}
+		return nil
+	})
+}
+
+// DLQFilter selects dead letters.
+type DLQFilter struct {
+	Provider string
+	// Pending selects entries not replayed since their last failure.
+	Pending bool
+}
+
+const dlqColumns = `event_id, dlq_id, provider, stage, reason, detail, status, topic, payload IS NOT NULL, payload_size,
+	received_at, failed_at, failures, replayed_at, replays`
+
+func scanDLQ(sc interface{ Scan(...any) error }, extra ...any) (DLQEntry, error) {
+	var e DLQEntry
+	var recv, failed string
+	var replayed sql.NullString
+	dest := append([]any{&e.EventID, &e.DLQID, &e.Provider, &e.Stage, &e.Reason, &e.Detail, &e.Status, &e.Topic, &e.hasPayload,
+		&e.PayloadSize, &recv, &failed, &e.Failures, &replayed, &e.Replays}, extra...)
+	if err := sc.Scan(dest...); err != nil {
+		return DLQEntry{}, err
+	}
+	e.ReceivedAt, _ = time.Parse(tsFormat, recv)
+	e.FailedAt, _ = time.Parse(tsFormat, failed)
+	if replayed.Valid {
+		t, _ := time.Parse(tsFormat, replayed.String)
+		e.ReplayedAt = &t
+	}
+	return e, nil
+}
+
+// listDLQ returns dead letters, most recently failed first.
+func (s *Service) listDLQ(ctx context.Context, f DLQFilter, after *pageKey, limit int) ([]DLQEntry, error) {
+	q := `SELECT ` + dlqColumns + ` FROM ingest_dlq WHERE (? = '' OR provider = ?)`
+	args := []any{f.Provider, f.Provider}
+	if f.Pending {
+		q += ` AND replayed_at IS NULL`
+	}
+	if after != nil {
+		q += ` AND (failed_at, event_id) < (?, ?)`
+		args = append(args, after.Time, after.ID)
+	}
+	q += ` ORDER BY failed_at DESC, event_id DESC LIMIT ?`
+	args = append(args, limit)
+	rows, err := s.db.Reader().QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: list dead letters: %w", err)
+	}
+	defer rows.Close()
+	out := []DLQEntry{}
+	for rows.Next() {
+		e, err := scanDLQ(rows)
+		if err != nil {
+			return nil, fmt.Errorf("ingest: list dead letters: %w", err)
+		}
+		s.markReplayable(&e)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// errNotFound and errNotReplayable are mapped to 404 and 409.
+var (
+	errNotFound      = errors.New("ingest: no such dead letter")
+	errNotReplayable = errors.New("ingest: dead letter cannot be replayed")
+)
+
+// DeadLetter reads one dead letter with its headers and payload.
+func (s *Service) DeadLetter(ctx context.Context, eventID string) (DLQEntry, error) {
+	var hdrs string
+	var payload []byte
+	row := s.db.Reader().QueryRowContext(ctx, `SELECT `+dlqColumns+`, headers, payload FROM ingest_dlq WHERE event_id = ?`, eventID)
+	e, err := scanDLQ(row, &hdrs, &payload)
+	if errors.Is(err, sql.ErrNoRows) {
+		return DLQEntry{}, errNotFound
+	}
+	if err != nil {
+		return DLQEntry{}, fmt.Errorf("ingest: read dead letter %s: %w", eventID, err)
+	}
+	if err := json.Unmarshal([]byte(hdrs), &e.Headers); err != nil {
+		return DLQEntry{}, fmt.Errorf("ingest: dead letter %s: headers: %w", eventID, err)
+	}
+	e.payload = payload
+	e.Payload = payload
+	s.markReplayable(&e)
+	return e, nil
+}
+
+// markReplayable: an entry can be republished when its payload was kept and
+// its provider still names a valid topic.
+func (s *Service) markReplayable(e *DLQEntry) {
+	_, err := s.providerTopic(e.Provider)
+	e.Replayable = e.hasPayload && err == nil
+}
+
+// Replay republishes a dead letter's event to its provider's topic (as the
+// current topic configuration names it), with the same event id and
+// ce_replay counting replays, and marks the entry replayed.
+func (s *Service) Replay(ctx context.Context, eventID string) (DLQEntry, error) {
+	e, err := s.DeadLetter(ctx, eventID)
+	if err != nil {
+		return DLQEntry{}, err
+	}
+	if !e.Replayable {
+		return DLQEntry{}, fmt.Errorf("%w: %s", errNotReplayable, replayBlocker(e))
+	}
+	topic, _ := s.providerTopic(e.Provider)
+	h := make(map[string]string, len(e.Headers))
+	for k, v := range e.Headers {
+		if !strings.HasPrefix(k, "dlq-") {
+			h[k] = v
+		}
+	}
+	h[hReplay] = strconv.Itoa(e.Replays + 1)
+	msg := broker.Message{Topic: topic, Key: eventID, Headers: h, Value: e.payload}
+	if err := s.pub.publishNow(ctx, e.Provider, msg); err != nil {
+		s.log.Error("webhook replay failed", "event_id", eventID, "err", err)
+		ae := newError(http.StatusServiceUnavailable, "WH-PUBLISH-FAILED", "publish_failed_"+classify(err).String(), "the event could not be republished; retry later")
+		ae.RetryAfter = 5
+		return DLQEntry{}, ae
+	}
+	now := s.now()
+	err = s.db.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`UPDATE ingest_dlq SET replayed_at = ?, replays = replays + 1 WHERE event_id = ?`, fmtTime(now), eventID)
+		return err
+	})
+	if err != nil {
+		return DLQEntry{}, fmt.Errorf("ingest: replay %s: mark replayed: %w", eventID, err)
+	}
+	s.hub.publish(Activity{Time: now, Kind: KindReplayed, EventID: eventID, Provider: e.Provider, Topic: topic, Size: e.PayloadSize})
+	e.Replays++
+	e.ReplayedAt = &now
+	e.Topic = topic
+	return e, nil
+}
+
+func replayBlocker(e DLQEntry) string {
+	if !e.hasPayload {
+		return "its payload was not kept (" + e.Reason + ")"
+	}
+	return fmt.Sprintf("provider %q is not a valid provider name", e.Provider)
+}

@@ -213,10 +213,16 @@ func (s *Service) handleChat(w http.ResponseWriter, r *http.Request, p Principal
 			}
 		}
 	}()
-	job, _, err := s.createJob(r.Context(), p, newJob{ID: id, Profile: profile, Prompt: prompt, Source: "chat", Metadata: map[string]string{"model": req.Model}}, nil)
+	nj := newJob{ID: id, Profile: profile, Prompt: prompt, Source: "chat", Metadata: map[string]string{"model": req.Model}}
+	jobp, committed := s.createJobQueued(r.Context(), p, nj)
+	started, err := s.sched.startNow(s.ctx, id, committed)
 	if err != nil {
 		return err
 	}
+	if !started {
+		s.sched.kick() // no free slot: the job waits its turn
+	}
+	job := *jobp
 	created := job.CreatedAt.Unix()
 	completionID := "chatcmpl-" + job.ID
 	w.Header().Set("X-Bridge-Job-ID", job.ID)

@@ -193,7 +193,6 @@ type stored struct {
 
 // createJob stores a queued job with its prompt as the first pending message.
 func (s *Service) createJob(ctx context.Context, p Principal, nj newJob, key *idem) (Job, *stored, error) {
-	prof := s.profiles[nj.Profile]
 	var job Job
 	var replayed *stored
 	err := s.write(ctx, func(tx *sql.Tx, ev *pending) error {
@@ -201,35 +200,10 @@ func (s *Service) createJob(ctx context.Context, p Principal, nj newJob, key *id
 		if replayed, err = s.replay(tx, p, key); err != nil || replayed != nil {
 			return err
 		}
-		now := s.now().UTC()
-		if nj.ID == "" {
-			nj.ID = uuid.NewString()
-		}
-		job = Job{
-			ID: nj.ID, Client: p.Client, Profile: nj.Profile, Provider: prof.provider.Name(), Source: nj.Source,
-			State: StateQueued, Prompt: nj.Prompt, WorkDir: nj.WorkDir, Metadata: nj.Metadata, Attempt: 1,
-			CreatedAt: now, UpdatedAt: now,
-		}
-		if job.Metadata == nil {
-			job.Metadata = map[string]string{}
-		}
-		meta, _ := json.Marshal(job.Metadata)
-		ts := nowString(now)
-		if _, err := tx.Exec(`INSERT INTO bridge_jobs(id, client_id, profile, provider, source, state, prompt, work_dir, metadata, attempt, created_at, updated_at, queued_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)`,
-			job.ID, job.Client, job.Profile, job.Provider, job.Source, job.State, job.Prompt, job.WorkDir, string(meta), ts, ts, ts); err != nil {
+		job, err = s.insertJob(tx, ev, p, nj)
+		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(`INSERT INTO bridge_attempts(job_id, n, state, reason, created_at) VALUES (?, 1, ?, 'created', ?)`, job.ID, StateQueued, ts); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(`INSERT INTO bridge_messages(job_id, seq, attempt, role, text, status, created_at) VALUES (?, 1, 1, 'user', ?, 'pending', ?)`, job.ID, job.Prompt, ts); err != nil {
-			return err
-		}
-		if err := s.audit(tx, job.ID, 1, "job.created", map[string]any{"profile": job.Profile, "provider": job.Provider, "source": job.Source}, map[string]any{"prompt": job.Prompt, "workDir": job.WorkDir, "metadata": job.Metadata}); err != nil {
-			return err
-		}
-		ev.add(job.Client, job.ID, "job.created", job)
 		return s.remember(tx, p, key, 202, job)
 	})
 	if err != nil {
@@ -241,30 +215,86 @@ func (s *Service) createJob(ctx context.Context, p Principal, nj newJob, key *id
 	return job, replayed, nil
 }
 
+// createJobQueued queues a job's creation without waiting for its commit;
+// the channel yields the result. Chat completions use it to start the job
+// in the same commit.
+func (s *Service) createJobQueued(ctx context.Context, p Principal, nj newJob) (*Job, <-chan error) {
+	job := &Job{}
+	var ev pending
+	done := s.db.Go(ctx, func(tx *sql.Tx) error {
+		ev = pending{}
+		j, err := s.insertJob(tx, &ev, p, nj)
+		*job = j
+		return err
+	}, func() { s.pub.enqueue(ev.events) })
+	return job, done
+}
+
+func (s *Service) insertJob(tx *sql.Tx, ev *pending, p Principal, nj newJob) (Job, error) {
+	prof := s.profiles[nj.Profile]
+	now := s.now().UTC()
+	if nj.ID == "" {
+		nj.ID = uuid.NewString()
+	}
+	job := Job{
+		ID: nj.ID, Client: p.Client, Profile: nj.Profile, Provider: prof.provider.Name(), Source: nj.Source,
+		State: StateQueued, Prompt: nj.Prompt, WorkDir: nj.WorkDir, Metadata: nj.Metadata, Attempt: 1,
+		CreatedAt: now, UpdatedAt: now,
+	}
+	if job.Metadata == nil {
+		job.Metadata = map[string]string{}
+	}
+	meta, _ := json.Marshal(job.Metadata)
+	ts := nowString(now)
+	if _, err := tx.Exec(`INSERT INTO bridge_jobs(id, client_id, profile, provider, source, state, prompt, work_dir, metadata, attempt, created_at, updated_at, queued_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)`,
+		job.ID, job.Client, job.Profile, job.Provider, job.Source, job.State, job.Prompt, job.WorkDir, string(meta), ts, ts, ts); err != nil {
+		return job, err
+	}
+	if _, err := tx.Exec(`INSERT INTO bridge_attempts(job_id, n, state, reason, created_at) VALUES (?, 1, ?, 'created', ?)`, job.ID, StateQueued, ts); err != nil {
+		return job, err
+	}
+	if _, err := tx.Exec(`INSERT INTO bridge_messages(job_id, seq, attempt, role, text, status, created_at) VALUES (?, 1, 1, 'user', ?, 'pending', ?)`, job.ID, job.Prompt, ts); err != nil {
+		return job, err
+	}
+	if err := s.audit(tx, job.ID, 1, "job.created", map[string]any{"profile": job.Profile, "provider": job.Provider, "source": job.Source}, map[string]any{"prompt": job.Prompt, "workDir": job.WorkDir, "metadata": job.Metadata}); err != nil {
+		return job, err
+	}
+	ev.add(job.Client, job.ID, "job.created", job)
+	return job, nil
+}
+
 // change applies act to a job in one transaction: the transition table
 // decides, then mutate (optional) adds its own changes.
 func (s *Service) change(ctx context.Context, p Principal, id string, act Action, mutate func(tx *sql.Tx, j *Job, ev *pending) error) (Job, error) {
 	var job Job
 	err := s.write(ctx, func(tx *sql.Tx, ev *pending) error {
 		var err error
-		if job, err = s.getJob(ctx, txq{tx}, p, id); err != nil {
-			return err
-		}
-		to, err := Next(job.State, act)
-		if err != nil {
-			return err
-		}
-		from := job.State
-		job.State = to
-		job.UpdatedAt = s.now().UTC()
-		if mutate != nil {
-			if err := mutate(tx, &job, ev); err != nil {
-				return err
-			}
-		}
-		return s.saveState(tx, &job, from, act, ev)
+		job, err = s.changeTx(ctx, tx, ev, p, id, act, mutate)
+		return err
 	})
 	return job, err
+}
+
+// changeTx is change inside a transaction the caller runs.
+func (s *Service) changeTx(ctx context.Context, tx *sql.Tx, ev *pending, p Principal, id string, act Action, mutate func(tx *sql.Tx, j *Job, ev *pending) error) (Job, error) {
+	job, err := s.getJob(ctx, txq{tx}, p, id)
+	if err != nil {
+		return job, err
+	}
+	to, err := Next(job.State, act)
+	if err != nil {
+		return job, err
+	}
+	from := job.State
+	job.State = to
+	job.UpdatedAt = s.now().UTC()
+	if mutate != nil {
+		if err := mutate(tx, &job, ev); err != nil {
+			return job, err
+		}
+	}
+	return job, s.saveState(tx, &job, from, act, ev)
 }
 
 // saveState writes a job's state and its derived fields and records it.

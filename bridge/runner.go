@@ -132,38 +132,89 @@ func (sc *scheduler) queued(ctx context.Context, n int) ([]string, error) {
 
 // start claims a queued job and runs its next turn in a goroutine.
 func (sc *scheduler) start(ctx context.Context, id string) bool {
+	if !sc.reserve(id) {
+		return false
+	}
+	return sc.launch(ctx, id, nil)
+}
+
+// reserve takes a slot for id; false when none is free or id runs already.
+func (sc *scheduler) reserve(id string) bool {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if _, busy := sc.running[id]; busy || len(sc.running) >= sc.slots {
+		return false
+	}
+	sc.running[id] = func(error) {} // replaced by launch
+	return true
+}
+
+func (sc *scheduler) release(id string) {
+	sc.mu.Lock()
+	delete(sc.running, id)
+	sc.mu.Unlock()
+}
+
+// startNow starts a job whose creation is still being committed: its start
+// is queued behind the creation on the same writer and shares its commit.
+// created yields the creation's result; startNow always consumes it and
+// returns its error. It reports started=false (the job stays queued for the
+// scheduler) when no slot is free.
+func (sc *scheduler) startNow(ctx context.Context, id string, created <-chan error) (started bool, err error) {
+	if !sc.reserve(id) {
+		return false, <-created
+	}
+	var createErr error
+	started = sc.launch(ctx, id, func() error {
+		createErr = <-created
+		return createErr
+	})
+	return started, createErr
+}
+
+// launch moves a reserved job to running and runs its turn. Registering the
+// cancel function before the state changes means a pause or cancel that
+// sees the job running always finds it.
+func (sc *scheduler) launch(ctx context.Context, id string, created func() error) bool {
 	s := sc.s
 	turnCtx, cancel := context.WithCancelCause(ctx)
-	// Register before the state changes, so a pause or cancel that sees the
-	// job running always finds its cancel function.
 	sc.mu.Lock()
 	sc.running[id] = cancel
 	sc.mu.Unlock()
 	var msg string
 	var hasMsg bool
-	job, err := s.change(ctx, Principal{Owner: true}, id, ActStart, func(tx *sql.Tx, j *Job, _ *pending) error {
-		if j.StartedAt == nil {
-			j.StartedAt = ptrTime(s.now().UTC())
-		}
-		j.FinishedAt = nil
+	var job Job
+	var ev pending
+	startErr := s.db.Go(ctx, func(tx *sql.Tx) error {
+		ev = pending{}
 		var err error
-		msg, hasMsg, err = takeMessage(tx, *j)
+		job, err = s.changeTx(ctx, tx, &ev, Principal{Owner: true}, id, ActStart, func(tx *sql.Tx, j *Job, _ *pending) error {
+			if j.StartedAt == nil {
+				j.StartedAt = ptrTime(s.now().UTC())
+			}
+			j.FinishedAt = nil
+			var err error
+			msg, hasMsg, err = takeMessage(tx, *j)
+			return err
+		})
 		return err
-	})
+	}, func() { s.pub.enqueue(ev.events) })
+	err := <-startErr
+	if created != nil {
+		if cerr := created(); cerr != nil {
+			err = cerr
+		}
+	}
 	if err != nil {
-		sc.mu.Lock()
-		delete(sc.running, id)
-		sc.mu.Unlock()
+		sc.release(id)
 		cancel(nil)
-		return false // paused or cancelled in between
+		return false // paused or cancelled in between, or never created
 	}
 	sc.wg.Add(1)
 	go func() {
 		defer sc.wg.Done()
 		defer func() {
-			sc.mu.Lock()
-			delete(sc.running, id)
-			sc.mu.Unlock()
+			sc.release(id)
 			cancel(nil)
 			sc.kick()
 		}()

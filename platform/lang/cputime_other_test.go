@@ -1,0 +1,5 @@
+//go:build !unix
+
+package lang
+
+func processCPUMillis() float64 { return 0 }

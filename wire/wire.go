@@ -9,6 +9,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/agentbridge/bridge/bridge"
+	"github.com/agentbridge/bridge/callbacks"
 	"github.com/agentbridge/bridge/daemon"
 	"github.com/agentbridge/bridge/ingest"
 	"github.com/agentbridge/bridge/store"
@@ -21,12 +22,13 @@ func Migrations() []store.Migration {
 	var all []store.Migration
 	all = append(all, bridge.Migrations()...)
 	all = append(all, ingest.Migrations()...)
+	all = append(all, callbacks.Migrations()...)
 	return all
 }
 
 // Subsystems returns the factories of every subsystem, in start order.
 func Subsystems(o BridgeOptions) []daemon.Factory {
-	return []daemon.Factory{bridgeFactory(o), ingestFactory}
+	return []daemon.Factory{bridgeFactory(o), ingestFactory, callbacksFactory}
 }
 
 // BridgeOptions lets tests point the bridge at a fake agent.
@@ -81,6 +83,14 @@ func (s servicesOnly) Routes(_, services *httprouter.Router) { s.routes(services
 
 func ingestFactory(d daemon.Deps) (daemon.Subsystem, error) {
 	svc, err := ingest.New(d)
+	if err != nil {
+		return nil, err
+	}
+	return servicesOnly{Service: svc, routes: svc.Routes}, nil
+}
+
+func callbacksFactory(d daemon.Deps) (daemon.Subsystem, error) {
+	svc, err := callbacks.New(d, d.Box)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,159 @@
+package callbacks
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/agentbridge/bridge/httpx"
+)
+
+// crud describes a resource with create, read, update, delete, list and
+// filter, served the same way for authorized domains, configurations and
+// subscriptions:
+//
+//	POST   {base}          create   201 + Location
+//	GET    {base}          list     200 PaginationResponse (?page=&size=&cursor=)
+//	POST   {base}/filter   filter   200 PaginationResponse
+//	GET    {base}/:id      read     200
+//	PUT    {base}/:id      update   200 (replaces the resource)
+//	DELETE {base}/:id      delete   204
+type crud[In, Out any] struct {
+	base, tag, what string // what: "authorized domain"
+	create          func(ctx context.Context, in In) (Out, error)
+	get             func(ctx context.Context, id string) (Out, error)
+	update          func(ctx context.Context, id string, in In) (Out, error)
+	del             func(ctx context.Context, id string) error
+	filter          func(ctx context.Context, req FilterRequest) (*PaginationResponse[Out], error)
+	idOf            func(Out) string
+	createNotes     string // extra documentation of create and update
+	createErrs      []int  // statuses beyond 400/401/413/415/422
+}
+
+func (c crud[In, Out]) routes() []route {
+	var in In
+	var out Out
+	var page PaginationResponse[Out]
+	writeErrs := append([]int{400, 401, 413, 415, 422}, c.createErrs...)
+	return []route{
+		{method: http.MethodPost, path: c.base, h: c.handleCreate, op: operation{
+			id: "create", tag: c.tag, summary: "Create a " + c.what, description: c.createNotes,
+			body: in, status: http.StatusCreated, resp: out, errs: writeErrs}},
+		{method: http.MethodGet, path: c.base, h: c.handleList, op: operation{
+			id: "list", tag: c.tag, summary: "List " + c.what + "s, one page at a time",
+			query: pageParams, status: http.StatusOK, resp: page, errs: []int{400, 401, 422}}},
+		{method: http.MethodPost, path: c.base + "/filter", h: c.handleFilter, op: operation{
+			id: "filter", tag: c.tag, summary: "Filter, sort and page " + c.what + "s",
+			body: FilterRequest{}, status: http.StatusOK, resp: page, errs: []int{400, 401, 413, 415, 422}}},
+		{method: http.MethodGet, path: c.base + "/:id", h: c.handleGet, op: operation{
+			id: "get", tag: c.tag, summary: "Read a " + c.what, status: http.StatusOK, resp: out, errs: []int{401, 404}}},
+		{method: http.MethodPut, path: c.base + "/:id", h: c.handleUpdate, op: operation{
+			id: "update", tag: c.tag, summary: "Replace a " + c.what, description: c.createNotes,
+			body: in, status: http.StatusOK, resp: out, errs: append(writeErrs, 404)}},
+		{method: http.MethodDelete, path: c.base + "/:id", h: c.handleDelete, op: operation{
+			id: "delete", tag: c.tag, summary: "Delete a " + c.what, status: http.StatusNoContent, errs: []int{401, 404}}},
+	}
+}
+
+func (c crud[In, Out]) handleCreate(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	in, err := decodeBody[In](w, r)
+	if err != nil {
+		return err
+	}
+	out, err := c.create(r.Context(), in)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", c.base+"/"+c.idOf(out))
+	httpx.WriteJSON(w, http.StatusCreated, out)
+	return nil
+}
+
+func (c crud[In, Out]) handleList(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	req, err := listQuery(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	page, err := c.filter(r.Context(), req)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, page)
+	return nil
+}
+
+func (c crud[In, Out]) handleFilter(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	req, err := decodeBody[FilterRequest](w, r)
+	if err != nil {
+		return err
+	}
+	page, err := c.filter(r.Context(), req)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, page)
+	return nil
+}
+
+func (c crud[In, Out]) handleGet(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	id, err := pathID(p, c.what)
+	if err != nil {
+		return err
+	}
+	out, err := c.get(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (c crud[In, Out]) handleUpdate(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	id, err := pathID(p, c.what)
+	if err != nil {
+		return err
+	}
+	in, err := decodeBody[In](w, r)
+	if err != nil {
+		return err
+	}
+	out, err := c.update(r.Context(), id, in)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (c crud[In, Out]) handleDelete(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	id, err := pathID(p, c.what)
+	if err != nil {
+		return err
+	}
+	if err := c.del(r.Context(), id); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// filterWith runs a FilterRequest against a resource.
+func filterWith[T any](ctx context.Context, s *Service, r *resource, columns string, scan rowScanner[T], req FilterRequest) (*PaginationResponse[T], error) {
+	c, err := r.compile(req, s.cursorKey)
+	if err != nil {
+		return nil, err
+	}
+	return runFilter(ctx, s.db.Reader(), r, columns, c, s.cursorKey, scan)
+}
+
+// routes is the service's route table.
+func (s *Service) routes() []route {
+	var rs []route
+	rs = append(rs, s.domainCRUD().routes()...)
+	rs = append(rs, s.configCRUD().routes()...)
+	rs = append(rs, s.subCRUD().routes()...)
+	rs = append(rs, s.executionRoutes()...)
+	rs = append(rs, s.docRoutes()...)
+	return rs
+}

@@ -1,0 +1,236 @@
+package callbacks
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/julienschmidt/httprouter"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+func fetchDoc(t *testing.T, h *harness) map[string]any {
+	t.Helper()
+	resp, err := http.Get(h.srv.URL + pathAPIDocs) // public: no token
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("api-docs: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	var doc map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// TestOpenAPIMatchesRoutes: every documented operation is routed, and every
+// registered API route is documented.
+func TestOpenAPIMatchesRoutes(t *testing.T) {
+	is := newIs(t)
+	h := newHarness(t, fastYAML, nil)
+	doc := fetchDoc(t, h)
+	is.Equal(doc["openapi"], "3.1.0")
+
+	documented := map[string]bool{}
+	for path, item := range doc["paths"].(map[string]any) {
+		for method := range item.(map[string]any) {
+			documented[strings.ToUpper(method)+" "+path] = true
+		}
+	}
+	// What Routes actually registers on a router.
+	router := httprouter.New()
+	var registered []string
+	rec := &recordingRouter{Router: router, seen: &registered}
+	for _, rt := range h.svc.routes() {
+		rec.Handle(rt.method, rt.path, nil)
+		if !rt.public {
+			key := rt.method + " " + openAPIPath(rt.path)
+			if !documented[key] {
+				t.Errorf("route %s is not documented", key)
+			}
+			delete(documented, key)
+		}
+	}
+	for key := range documented {
+		t.Errorf("documented %s has no route", key)
+	}
+	// And each documented path answers on the real server (not 404/405 of the router).
+	for path, item := range doc["paths"].(map[string]any) {
+		for method := range item.(map[string]any) {
+			url := strings.Replace(path, "{id}", uuid.NewString(), 1)
+			req, _ := http.NewRequest(strings.ToUpper(method), h.srv.URL+url, strings.NewReader(`{}`))
+			resp, err := http.DefaultClient.Do(req)
+			is.NoErr(err)
+			resp.Body.Close()
+			is.Equal(resp.StatusCode, 401) // our handler answered, not the router
+		}
+	}
+	is.True(len(registered) > 20)
+}
+
+type recordingRouter struct {
+	*httprouter.Router
+	seen *[]string
+}
+
+func (r *recordingRouter) Handle(method, path string, _ httprouter.Handle) {
+	*r.seen = append(*r.seen, method+" "+path)
+}
+
+// TestResponsesMatchTheirSchemas validates real answers of every resource
+// against the document's (closed) schemas, so the document cannot miss or
+// invent a field.
+func TestResponsesMatchTheirSchemas(t *testing.T) {
+	is := newIs(t)
+	h := newHarness(t, fastYAML, nil)
+	raw, err := json.Marshal(fetchDoc(t, h))
+	is.NoErr(err)
+	docAny, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	is.NoErr(err)
+	c := jsonschema.NewCompiler()
+	is.NoErr(c.AddResource("https://bridge.local/api-docs.json", docAny))
+	schema := func(name string) *jsonschema.Schema {
+		s, err := c.Compile("https://bridge.local/api-docs.json#/components/schemas/" + name)
+		if err != nil {
+			t.Fatalf("compile %s: %v", name, err)
+		}
+		return s
+	}
+	is.True(schema("Configuration").Validate(map[string]any{"id": "x"}) != nil)                         // required fields
+	is.True(schema("FieldError").Validate(map[string]any{"field": "a", "message": "b", "x": 1}) != nil) // closed objects
+	check := func(name string, body []byte) {
+		t.Helper()
+		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
+		is.NoErr(err)
+		if err := schema(name).Validate(v); err != nil {
+			t.Errorf("%s does not match its schema: %v\n%s", name, err, body)
+		}
+	}
+
+	rc := newReceiver(t, func(n int, _ *http.Request) (int, http.Header, string) {
+		if n == 1 {
+			return 500, nil, "first fails"
+		}
+		return 200, nil, "ok"
+	})
+	check("AuthorizedDomain", h.must(201, "POST", pathDomains, map[string]any{"domain": "127.0.0.1"}, nil))
+	cfgBody := h.must(201, "POST", pathConfigs, map[string]any{"name": "c", "url": rc.URL, "subscribedEventTypes": []string{"x"},
+		"signatureEnabled": true, "secret": testSecret, "maxRetries": 1}, nil)
+	check("Configuration", cfgBody)
+	var cfg Configuration
+	is.NoErr(json.Unmarshal(cfgBody, &cfg))
+	check("EventSubscription", h.must(201, "POST", pathSubscriptions, map[string]any{"name": "s", "topicOrQueue": "t"}, nil))
+	check("AuthorizedDomainPage", h.must(200, "GET", pathDomains, nil, nil))
+	check("ConfigurationPage", h.must(200, "POST", pathConfigs+"/filter", FilterRequest{}, nil))
+	check("EventSubscriptionPage", h.must(200, "GET", pathSubscriptions, nil, nil))
+
+	h.publish("t", "x", "", `{"hello":"world"}`)
+	waitFor(t, 5*time.Second, "two attempts", func() bool {
+		ex := h.executions()
+		return len(ex) == 2 && ex[1].State == StateSucceeded
+	})
+	check("ExecutionPage", h.must(200, "GET", pathExecutions+"?size=1", nil, nil))
+	for _, e := range h.executions() {
+		check("Execution", h.must(200, "GET", pathExecutions+"/"+e.ID, nil, nil))
+	}
+	since := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	check("ReplayResult", h.must(202, "POST", pathExecutions+"/replay", map[string]any{"since": since}, nil))
+	_, _, prob := h.call("POST", pathConfigs, map[string]any{"name": ""}, nil)
+	check("Problem", prob)
+
+	// Inputs: the documented bounds agree with the validation, on both sides.
+	long := strings.Repeat("n", 201)
+	in := map[string]any{"name": long, "url": rc.URL, "subscribedEventTypes": []string{"x"}}
+	data, _ := json.Marshal(in)
+	v, _ := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	is.True(schema("ConfigurationInput").Validate(v) != nil)
+	in["name"] = long[:200]
+	data, _ = json.Marshal(in)
+	v, _ = jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	is.NoErr(schema("ConfigurationInput").Validate(v))
+}
+
+// TestSwaggerUIIsOffline: the UI and its assets are served from the binary
+// and reference nothing outside this origin.
+func TestSwaggerUIIsOffline(t *testing.T) {
+	is := newIs(t)
+	h := newHarness(t, fastYAML, nil)
+	// Anything that would load from elsewhere: src/href, CSS url() and
+	// @import, fetch() or an ES import of an absolute or protocol-relative URL.
+	external := regexp.MustCompile(`(?i)((src|href)\s*=\s*["']?|url\(\s*["']?|@import\s*["']?|fetch\(\s*["'\x60]|from\s*["'])(https?:)?//`)
+	for path, ct := range map[string]string{
+		pathSwaggerUI:         "text/html; charset=utf-8",
+		"/swagger-ui/app.js":  "text/javascript; charset=utf-8",
+		"/swagger-ui/app.css": "text/css; charset=utf-8",
+	} {
+		resp, err := http.Get(h.srv.URL + path)
+		is.NoErr(err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		is.Equal(resp.StatusCode, 200)
+		is.Equal(resp.Header.Get("Content-Type"), ct)
+		is.True(strings.Contains(resp.Header.Get("Content-Security-Policy"), "default-src 'none'"))
+		is.True(len(body) > 100)
+		if m := external.FindString(string(body)); m != "" {
+			t.Errorf("%s references %s", path, m)
+		}
+	}
+	resp, err := http.Get(h.srv.URL + pathSwaggerUI)
+	is.NoErr(err)
+	html, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, asset := range []string{"/swagger-ui/app.js", "/swagger-ui/app.css"} {
+		is.True(bytes.Contains(html, []byte(asset)))
+	}
+	js, _ := uiFS.ReadFile("ui/app.js")
+	is.True(bytes.Contains(js, []byte("/v3/api-docs")))
+	var keys []string
+	for _, rt := range h.svc.routes() {
+		if rt.public {
+			keys = append(keys, rt.path)
+		}
+	}
+	sort.Strings(keys)
+	is.Equal(keys, []string{"/swagger-ui.html", "/swagger-ui/app.css", "/swagger-ui/app.js", "/v3/api-docs"})
+}
+
+// TestSwaggerUIRendersEveryOperation runs the UI's script under Node (when
+// installed) with a DOM stub against the served document.
+func TestSwaggerUIRendersEveryOperation(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed")
+	}
+	h := newHarness(t, fastYAML, nil)
+	doc := fetchDoc(t, h)
+	ops := 0
+	for _, item := range doc["paths"].(map[string]any) {
+		ops += len(item.(map[string]any))
+	}
+	data, _ := json.Marshal(doc)
+	path := filepath.Join(t.TempDir(), "doc.json")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(node, "testdata/uismoke.js", path, "ui/app.js").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if got := strings.TrimSpace(string(out)); got != fmt.Sprintf("rendered operations: %d", ops) {
+		t.Fatalf("got %q, want %d operations", got, ops)
+	}
+}

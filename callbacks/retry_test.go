@@ -1,0 +1,116 @@
+package callbacks
+
+import (
+	"net/http"
+	"testing"
+	"time"
+)
+
+func TestBackoff(t *testing.T) {
+	is := newIs(t)
+	lo, hi := func() float64 { return 0 }, func() float64 { return 0.999999 }
+	sec := time.Second
+	// d = initial × multiplier^(n-1), capped; drawn from [d/2, d].
+	is.Equal(backoff(1, sec, time.Minute, 2, lo), 500*time.Millisecond)
+	is.True(backoff(1, sec, time.Minute, 2, hi) <= sec)
+	is.True(backoff(1, sec, time.Minute, 2, hi) > 999*time.Millisecond)
+	is.Equal(backoff(3, sec, time.Minute, 2, lo), 2*sec)
+	is.Equal(backoff(10, sec, time.Minute, 2, lo), 30*sec) // capped at max-delay
+	is.True(backoff(10, sec, time.Minute, 2, hi) <= time.Minute)
+	is.Equal(backoff(2, sec, time.Minute, 1, lo), 500*time.Millisecond) // multiplier 1: constant
+	is.Equal(backoff(5000, sec, time.Minute, 10, lo), 30*sec)           // no overflow
+	is.True(backoff(1, sec, time.Minute, 2, nil) >= 500*time.Millisecond)
+}
+
+func TestRetryAfter(t *testing.T) {
+	is := newIs(t)
+	now := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	h := func(v string) http.Header { return http.Header{"Retry-After": {v}} }
+	d, ok := retryAfter(h("7"), now)
+	is.True(ok)
+	is.Equal(d, 7*time.Second)
+	d, ok = retryAfter(h(now.Add(90*time.Second).Format(http.TimeFormat)), now)
+	is.True(ok)
+	is.Equal(d, 90*time.Second)
+	d, ok = retryAfter(h(now.Add(-time.Hour).Format(http.TimeFormat)), now)
+	is.True(ok)
+	is.Equal(d, time.Duration(0))
+	for _, bad := range []string{"", "-1", "soon", "1.5"} {
+		_, ok := retryAfter(h(bad), now)
+		is.True(!ok)
+	}
+	_, ok = retryAfter(http.Header{}, now)
+	is.True(!ok)
+	d, _ = retryAfter(h("99999999999999"), now)
+	is.Equal(d, 365*24*time.Hour) // bounded
+	// Honoured when longer than the backoff, never beyond max-delay.
+	is.Equal(nextDelay(time.Second, 5*time.Second, true, time.Minute), 5*time.Second)
+	is.Equal(nextDelay(time.Second, 500*time.Millisecond, true, time.Minute), time.Second)
+	is.Equal(nextDelay(time.Second, time.Hour, true, time.Minute), time.Minute)
+	is.Equal(nextDelay(time.Second, time.Hour, false, time.Minute), time.Second)
+}
+
+func TestTransientStatuses(t *testing.T) {
+	for code, want := range map[int]bool{408: true, 425: true, 429: true, 500: true, 502: true, 503: true, 599: true,
+		400: false, 401: false, 404: false, 409: false, 410: false, 422: false, 301: false} {
+		if transientStatus(code) != want {
+			t.Errorf("%d: %v", code, !want)
+		}
+	}
+}
+
+// TestRetryAfterHonoured: a 429 with Retry-After delays the next attempt
+// beyond the backoff, within max-delay.
+func TestRetryAfterHonoured(t *testing.T) {
+	is := newIs(t)
+	h := newHarness(t, fastYAML, map[string]string{"CALLBACK_RETRY_MAX_DELAY": "1500"})
+	rc := newReceiver(t, func(n int, _ *http.Request) (int, http.Header, string) {
+		if n == 1 {
+			return 429, http.Header{"Retry-After": {"1"}}, ""
+		}
+		return 200, nil, ""
+	})
+	h.authorize("127.0.0.1")
+	cfg := h.createConfig(map[string]any{"name": "c", "url": rc.URL, "subscribedEventTypes": []string{"x"}})
+	h.createSub(map[string]any{"name": "s", "topicOrQueue": "t"})
+	h.publish("t", "x", "", `{}`)
+	waitFor(t, 5*time.Second, "the retry", func() bool { return rc.count() == 2 })
+	got := rc.deliveries()
+	gap := got[1].at.Sub(got[0].at)
+	is.True(gap >= 950*time.Millisecond) // backoff alone would be ≤ 5ms
+	ex := h.executions(eqFilter("configurationId", cfg.ID))
+	is.Equal(ex[0].State, StateFailedRetrying)
+	is.Equal(ex[0].Response.Status, 429)
+}
+
+// TestTimeoutsAreRetried: CALLBACK_DEFAULT_TIMEOUT bounds an attempt, and a
+// configuration's timeoutMs overrides it.
+func TestTimeoutsAreRetried(t *testing.T) {
+	is := newIs(t)
+	h := newHarness(t, fastYAML, map[string]string{"CALLBACK_DEFAULT_TIMEOUT": "50", "CALLBACK_RETRY_MAX_ATTEMPTS": "2"})
+	rc := newReceiver(t, func(n int, r *http.Request) (int, http.Header, string) {
+		select {
+		case <-time.After(300 * time.Millisecond):
+		case <-r.Context().Done():
+		}
+		return 200, nil, ""
+	})
+	h.authorize("127.0.0.1")
+	short := h.createConfig(map[string]any{"name": "short", "url": rc.URL, "subscribedEventTypes": []string{"x"}})
+	long := h.createConfig(map[string]any{"name": "long", "url": rc.URL, "subscribedEventTypes": []string{"y"}, "timeoutMs": 2000})
+	h.createSub(map[string]any{"name": "s", "topicOrQueue": "t"})
+	h.publish("t", "x", "", `{}`)
+	h.publish("t", "y", "", `{}`)
+	waitFor(t, 5*time.Second, "short timed out twice", func() bool {
+		ex := h.executions(eqFilter("configurationId", short.ID))
+		return len(ex) == 2 && ex[1].State == StateFailedPermanent
+	})
+	for _, e := range h.executions(eqFilter("configurationId", short.ID)) {
+		is.Equal(e.Error.Code, ErrCodeTimeout)
+		is.True(e.Response == nil)
+	}
+	waitFor(t, 5*time.Second, "long succeeded", func() bool {
+		ex := h.executions(eqFilter("configurationId", long.ID))
+		return len(ex) == 1 && ex[0].State == StateSucceeded
+	})
+}

@@ -214,8 +214,9 @@ func TestWebhooksTail(t *testing.T) {
 	m.Write([]byte(body))
 	sig := "sha256=" + hex.EncodeToString(m.Sum(nil))
 	deadline := time.Now().Add(10 * time.Second)
-	// Post until tail shows the verified event (tail may not be connected yet).
-	for !strings.Contains(out.String(), "verified") {
+	// Post until tail shows an event accepted and one verified: tail shows
+	// only what happens after it connects, which may be between the two.
+	for !strings.Contains(out.String(), "verified") || !strings.Contains(out.String(), "accepted") {
 		if time.Now().After(deadline) {
 			t.Fatalf("tail showed: %q", out.String())
 		}

@@ -108,7 +108,7 @@ directory + /bridge; override with --data-dir).`,
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "", "log level: debug, info, warn, error (default info)")
 	root.PersistentFlags().StringVar(&a.logFormat, "log-format", "", "log format: text or json (default text)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return withCode(ExitUsage, err) })
-	root.AddCommand(a.initCmd(), a.serveCmd(), a.migrateCmd(), a.statusCmd(), a.versionCmd(), a.tokenCmd(), a.revokeCmd(), a.webhooksCmd(), a.workflowCmd(), a.callbacksCmd())
+	root.AddCommand(a.initCmd(), a.serveCmd(), a.migrateCmd(), a.statusCmd(), a.versionCmd(), a.tokenCmd(), a.revokeCmd(), a.webhooksCmd(), a.workflowCmd(), a.platformCmd(), a.loginCmd(), a.callbacksCmd())
 	return root
 }
 

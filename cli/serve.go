@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentbridge/bridge/config"
 	"github.com/agentbridge/bridge/daemon"
+	"github.com/agentbridge/bridge/platform/identity"
 	"github.com/agentbridge/bridge/wire"
 )
 
@@ -84,6 +85,10 @@ owner.token (mode 0600). Ctrl-C (SIGINT) or SIGTERM drains and exits 0.`,
 			}
 			st := d.State()
 			fmt.Fprintf(a.out, "bridge %s serving\n  bridge API:   %s\n  services API: %s\n  data dir:     %s\n", a.build.Version, st.BridgeURL, st.ServicesURL, st.DataDir)
+			if ws, err := identity.ReadLocalWorkspace(cmd.Context(), d.DB.Reader()); err == nil && ws != nil {
+				fmt.Fprintf(a.out, "  local workspace (yours; see 'bridge platform identity'):\n    tenant:       %s\n    project:      %s\n    environment:  %s\n",
+					ws.TenantID, ws.ProjectID, ws.EnvironmentID)
+			}
 			return d.Wait(cmd.Context())
 		},
 	}

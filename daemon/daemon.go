@@ -191,7 +191,9 @@ func Start(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	bridgeGuard := httpx.NewGuard(tcpPort(d.bridgeLn), l.AllowedHosts, l.AllowedOrigins)
 	servicesGuard := httpx.NewGuard(tcpPort(d.servicesLn), l.AllowedHosts, l.AllowedOrigins)
 	d.bridgeSrv = d.newServer(bridgeGuard.Wrap(bridgeDenied, bridgeRouter))
-	d.servicesSrv = d.newServer(servicesGuard.Wrap(problemDenied, httpx.WithRequestID("X-Request-ID", servicesRouter)))
+	// The request id is assigned before the guard, so refusals carry it
+	// too; spec 2 names it X-Platform-Request-ID (see withPlatformRequestID).
+	d.servicesSrv = d.newServer(httpx.WithRequestID("X-Request-ID", withPlatformRequestID(servicesGuard.Wrap(problemDenied, servicesRouter))))
 
 	deps := Deps{
 		DataDir: dir, DB: d.DB, Bolt: d.Bolt, Broker: d.Broker, Box: box, Config: opts.File, Logger: d.log, IsOwner: d.isOwner,
@@ -405,9 +407,11 @@ func newRouter(notFound http.HandlerFunc) *httprouter.Router {
 // health serves the probes of spec 2's "Public and root routes".
 func (d *Daemon) health(r *httprouter.Router) {
 	live := func(w http.ResponseWriter, req *http.Request, _ httprouter.Params) {
+		w.Header().Set(platformWireVersionHeader, platformWireVersion)
 		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "up"})
 	}
 	ready := func(w http.ResponseWriter, req *http.Request, _ httprouter.Params) {
+		w.Header().Set(platformWireVersionHeader, platformWireVersion)
 		ctx, cancel := context.WithTimeout(req.Context(), 2*time.Second)
 		defer cancel()
 		if !d.isReady() || d.DB.Reader().PingContext(ctx) != nil {
@@ -420,6 +424,23 @@ func (d *Daemon) health(r *httprouter.Router) {
 	r.HEAD("/health/live", live)
 	r.GET("/health/ready", ready)
 	r.HEAD("/health/ready", ready)
+}
+
+// The health probes are platform routes (spec 2, "Public and root routes"),
+// so they carry the platform's wire version like every platform response.
+const (
+	platformWireVersionHeader = "X-Platform-Wire-Version"
+	platformWireVersion       = "platform/api-v1"
+)
+
+// withPlatformRequestID repeats the request id that httpx.WithRequestID
+// assigned as X-Platform-Request-ID, the name spec 2 gives it, so every
+// response of the services listener carries it under both names.
+func withPlatformRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Platform-Request-ID", httpx.RequestID(r))
+		next.ServeHTTP(w, r)
+	})
 }
 
 func problemNotFound(w http.ResponseWriter, r *http.Request) {

@@ -330,3 +330,32 @@ func TestTokenShape(t *testing.T) {
 	is.True(!daemon.HashEqual(daemon.TokenHash(tok), daemon.TokenHash(other)))
 	is.True(daemon.HashEqual(daemon.TokenHash(tok), daemon.TokenHash(tok)))
 }
+
+// TestServicesRequestIDs: every services response, the Host guard's
+// refusals included, carries the server-generated request id under both
+// X-Request-ID and X-Platform-Request-ID (never the client's); the health
+// probes, platform routes, carry the platform wire version.
+func TestServicesRequestIDs(t *testing.T) {
+	is := is.New(t)
+	d := start(t, t.TempDir())
+	for _, host := range []string{"", "evil.example"} {
+		req, _ := http.NewRequest(http.MethodGet, d.State().ServicesURL+"/health/live", nil)
+		req.Header.Set("X-Request-ID", "client")
+		req.Header.Set("X-Platform-Request-ID", "client")
+		if host != "" {
+			req.Host = host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		is.NoErr(err)
+		resp.Body.Close()
+		id := resp.Header.Get("X-Platform-Request-ID")
+		is.Equal(len(id), 32)
+		is.Equal(resp.Header.Get("X-Request-ID"), id)
+		if host == "" {
+			is.Equal(resp.StatusCode, 200)
+			is.Equal(resp.Header.Get("X-Platform-Wire-Version"), "platform/api-v1")
+		} else {
+			is.Equal(resp.StatusCode, 403)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/agentbridge/bridge/callbacks"
 	"github.com/agentbridge/bridge/daemon"
 	"github.com/agentbridge/bridge/ingest"
+	"github.com/agentbridge/bridge/platform"
 	"github.com/agentbridge/bridge/store"
 	"github.com/agentbridge/bridge/store/ring"
 )
@@ -21,6 +22,7 @@ import (
 func Migrations() []store.Migration {
 	var all []store.Migration
 	all = append(all, bridge.Migrations()...)
+	all = append(all, platform.Migrations()...)
 	all = append(all, ingest.Migrations()...)
 	all = append(all, callbacks.Migrations()...)
 	return all
@@ -28,7 +30,7 @@ func Migrations() []store.Migration {
 
 // Subsystems returns the factories of every subsystem, in start order.
 func Subsystems(o BridgeOptions) []daemon.Factory {
-	return []daemon.Factory{bridgeFactory(o), ingestFactory, callbacksFactory}
+	return []daemon.Factory{bridgeFactory(o), ingestFactory, callbacksFactory, platform.Factory(platform.Options{})}
 }
 
 // BridgeOptions lets tests point the bridge at a fake agent.

@@ -54,6 +54,10 @@ func (s Scope) Validate() error {
 	return nil
 }
 
+// IsCanonicalUUID reports whether s is a UUID in the canonical lowercase
+// 8-4-4-4-12 form that scopes use (path parameters are checked with it).
+func IsCanonicalUUID(s string) bool { return isCanonicalUUID(s) }
+
 // isCanonicalUUID accepts only the lowercase 8-4-4-4-12 form, so equal
 // identifiers are always equal strings. It does not allocate: Validate runs
 // on every authorization.

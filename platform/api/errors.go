@@ -1,0 +1,153 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/agentbridge/bridge/httpx"
+)
+
+// Problem codes shared by every platform route (spec 2, "Errors"). Routes of
+// later issues add their own codes; these are the ones the toolkit itself
+// answers.
+const (
+	CodeUnauthenticated     = "PF-UNAUTHENTICATED"
+	CodeForbidden           = "PF-FORBIDDEN"
+	CodeNotFound            = "PF-NOT-FOUND"
+	CodeConflict            = "PF-CONFLICT"
+	CodeIdempotencyConflict = "PF-IDEMPOTENCY-CONFLICT"
+	CodeIdempotency         = "PF-IDEMPOTENCY"
+	CodeETag                = "PF-ETAG"
+	CodeValidation          = "PF-VALIDATION"
+	CodeFilter              = "PF-FILTER"
+	CodeRequestTooLarge     = "PF-REQUEST-TOO-LARGE"
+	CodeUnavailable         = "PF-UNAVAILABLE"
+	CodeInternal            = "PF-INTERNAL"
+)
+
+// Diagnostic is one entry of a problem's diagnostics: what was wrong and
+// where. Path is a JSON Pointer (RFC 6901) into the request body ("" is the
+// whole body); Parameter names a query parameter or header instead.
+type Diagnostic struct {
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	Path      string `json:"path,omitempty"`
+	Parameter string `json:"parameter,omitempty"`
+}
+
+// Error is a coded domain error. Handlers return it (or wrap it); WriteError
+// is the one place that turns it into an application/problem+json response.
+// Message and Diagnostics are shown to the client, so they must never hold
+// tokens, credentials or internal details; Err is the cause, logged only.
+type Error struct {
+	Status      int
+	Code        string
+	Message     string
+	Diagnostics []Diagnostic
+	// Result is the optional "result" member (a safe compiler result, ...).
+	Result any
+	// Headers are set on the response (Retry-After, ...).
+	Headers map[string]string
+	// Err is the underlying cause; never shown.
+	Err error
+}
+
+func (e *Error) Error() string {
+	msg := fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap exposes the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf builds an Error with a formatted message.
+func Errorf(status int, code, format string, args ...any) *Error {
+	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// NotFound is 404 PF-NOT-FOUND for what (e.g. "project").
+func NotFound(what string) *Error {
+	return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: fmt.Sprintf("no %s with that id in the scope of the path", what)}
+}
+
+// Forbidden is 403 PF-FORBIDDEN.
+func Forbidden(format string, args ...any) *Error {
+	return &Error{Status: http.StatusForbidden, Code: CodeForbidden, Message: fmt.Sprintf(format, args...)}
+}
+
+// Unauthenticated is 401 PF-UNAUTHENTICATED; reason is a safe, fixed
+// identifier (e.g. "token_expired"), never a token or claim value.
+func Unauthenticated(reason string) *Error {
+	e := &Error{Status: http.StatusUnauthorized, Code: CodeUnauthenticated, Message: "a valid bearer token from a configured identity provider is required"}
+	if reason != "" {
+		e.Diagnostics = []Diagnostic{{Code: reason, Message: "the request was not authenticated: " + reason}}
+	}
+	return e
+}
+
+// Invalid is 422 PF-VALIDATION for the body field at path (a JSON Pointer).
+func Invalid(path, format string, args ...any) *Error {
+	msg := fmt.Sprintf(format, args...)
+	return &Error{Status: http.StatusUnprocessableEntity, Code: CodeValidation, Message: "the request body does not match the contract",
+		Diagnostics: []Diagnostic{{Code: "invalid", Path: path, Message: msg}}}
+}
+
+// InvalidParameter is 422 with code for the query parameter or header name.
+func InvalidParameter(code, name, format string, args ...any) *Error {
+	msg := fmt.Sprintf(format, args...)
+	return &Error{Status: http.StatusUnprocessableEntity, Code: code, Message: msg,
+		Diagnostics: []Diagnostic{{Code: "invalid", Parameter: name, Message: msg}}}
+}
+
+// Conflict is 409 with code.
+func Conflict(code, format string, args ...any) *Error {
+	return &Error{Status: http.StatusConflict, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// asError maps any error to the Error written to the client. Unknown errors
+// become a bare 500 whose cause is only logged.
+func asError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	var be *httpx.BodyError
+	if errors.As(err, &be) {
+		if be.Status == http.StatusRequestEntityTooLarge {
+			return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeRequestTooLarge, Message: be.Msg}
+		}
+		d := Diagnostic{Code: be.Kind, Message: be.Msg}
+		if be.Field != "" {
+			d.Path = "/" + be.Field
+		}
+		return &Error{Status: http.StatusUnprocessableEntity, Code: CodeValidation, Message: "the request body does not match the contract", Diagnostics: []Diagnostic{d}}
+	}
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeRequestTooLarge, Message: fmt.Sprintf("request body exceeds %d bytes", mbe.Limit)}
+	}
+	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error; quote the request id when reporting it", Err: err}
+}
+
+// WriteError writes err as a problem+json body carrying the request id. A
+// 5xx cause is logged with the request id; its text never reaches the client.
+func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	e := asError(err)
+	if e.Status >= 500 && log != nil && !errors.Is(err, context.Canceled) {
+		log.Error("platform request failed", "method", r.Method, "path", r.URL.Path, "request_id", RequestID(r), "err", err)
+	}
+	diags := make([]any, len(e.Diagnostics))
+	for i, d := range e.Diagnostics {
+		diags[i] = d
+	}
+	httpx.WriteProblem(w, r, &httpx.Problem{
+		Status: e.Status, Code: e.Code, Message: e.Message, RequestID: RequestID(r),
+		Diagnostics: diags, Result: e.Result, Headers: e.Headers,
+	})
+}

@@ -266,6 +266,7 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := s.recover(ctx); err != nil {
 		return err
 	}
+	revoked := s.revokedCount(ctx)
 	s.wg.Add(3)
 	go func() {
 		defer s.wg.Done()
@@ -273,7 +274,7 @@ func (s *Service) Start(ctx context.Context) error {
 	}()
 	go func() {
 		defer s.wg.Done()
-		s.watchRevocations(ctx, 500*time.Millisecond)
+		s.watchRevocations(ctx, 500*time.Millisecond, revoked)
 	}()
 	go func() {
 		defer s.wg.Done()

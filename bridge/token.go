@@ -261,17 +261,13 @@ func (s *Service) stillValid(ctx context.Context, p Principal) bool {
 // in the database (the CLI with the daemon unreachable, say). API
 // revocations end them at once; this catches the rest within a second by
 // re-checking open principals only when the revocation count changes.
-func (s *Service) watchRevocations(ctx context.Context, every time.Duration) {
-	count := func() int64 {
-		var n int64
-		if err := s.db.Reader().QueryRowContext(ctx, `SELECT count(*) FROM bridge_tokens WHERE revoked_at IS NOT NULL`).Scan(&n); err != nil {
-			return -1
-		}
-		return n
-	}
+//
+// last is the count when the daemon started, taken before any request is
+// served so that no revocation can slip into the baseline.
+func (s *Service) watchRevocations(ctx context.Context, every time.Duration, last int64) {
 	t := time.NewTicker(every)
 	defer t.Stop()
-	last := count()
+	count := func() int64 { return s.revokedCount(ctx) }
 	for {
 		select {
 		case <-ctx.Done():
@@ -283,6 +279,15 @@ func (s *Service) watchRevocations(ctx context.Context, every time.Duration) {
 			last = n
 		}
 	}
+}
+
+// revokedCount counts revoked tokens, or -1 when the database cannot say.
+func (s *Service) revokedCount(ctx context.Context) int64 {
+	var n int64
+	if err := s.db.Reader().QueryRowContext(ctx, `SELECT count(*) FROM bridge_tokens WHERE revoked_at IS NOT NULL`).Scan(&n); err != nil {
+		return -1
+	}
+	return n
 }
 
 func parseTime(s string) time.Time {

@@ -82,7 +82,9 @@ source_map, diagnostics).`,
 				return err
 			}
 			if asJSON {
-				if _, err := a.out.Write(encoded); err != nil {
+				// A trailing newline, as every platform API body has: the
+				// output is then byte for byte the HTTP response body.
+				if _, err := a.out.Write(append(encoded, '\n')); err != nil {
 					return err
 				}
 			} else {

@@ -50,7 +50,7 @@ func TestWorkflowCompile(t *testing.T) {
 	is.NoErr(err)
 	want, err := lang.Compile([]byte(src), lang.Options{Filename: "example.yaml", Catalog: cat}).Encode()
 	is.NoErr(err)
-	is.Equal(out, string(want))
+	is.Equal(out, string(want)+"\n")
 
 	code, _, _ = run(context.Background(), "workflow", "validate", file)
 	is.True(code == 0 || code == ExitError) // partial without a catalog is allowed to fail strictness

@@ -2,7 +2,8 @@
 // 2). This file wires its foundation: configuration, the built-in identity
 // provider, token verification for every configured provider, the shared
 // API rules (platform/api), identity and provisioning routes
-// (platform/identity), the access audit and the local workspace bootstrap.
+// (platform/identity), definitions, catalog and compiler routes
+// (platform/catalog), the access audit and the local workspace bootstrap.
 //
 // Authentication on the services listener: every platform route except
 // GET /api/v1/client-configuration, /docs (when enabled) and the health
@@ -33,6 +34,7 @@ import (
 	"github.com/agentbridge/bridge/httpx"
 	"github.com/agentbridge/bridge/platform/api"
 	"github.com/agentbridge/bridge/platform/auth"
+	"github.com/agentbridge/bridge/platform/catalog"
 	"github.com/agentbridge/bridge/platform/identity"
 	"github.com/agentbridge/bridge/store"
 )
@@ -61,6 +63,7 @@ type Service struct {
 	now      func() time.Time
 	api      *api.API
 	identity *identity.Service
+	catalog  *catalog.Service
 	audit    *identity.AuditLog
 	idp      *auth.IdP
 	verifier *auth.Verifier
@@ -158,6 +161,9 @@ func New(ctx context.Context, d daemon.Deps, o Options) (*Service, error) {
 		DB: d.DB, Authenticator: s.identity, Auditor: s.audit, Cursors: httpx.NewCursors(ck), Logger: log,
 		MaxBodyBytes: cfg.API.MaxBodyBytes, Now: now,
 	})
+	if s.catalog, err = catalog.New(catalog.Options{DB: d.DB, Logger: log, Now: now}); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -237,6 +243,7 @@ func (s *Service) FlushAudit(ctx context.Context) error { return s.audit.Flush(c
 // paths, 404 with one). Health probes are the daemon's.
 func (s *Service) Routes(_, services *httprouter.Router) {
 	s.identity.Register(s.api, services)
+	s.catalog.Register(s.api, services)
 	if s.idp != nil {
 		h := api.WithPlatformHeaders(http.StripPrefix(IdPPath, s.idp.Handler()))
 		services.Handler(http.MethodGet, IdPPath+"/*path", h)

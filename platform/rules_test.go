@@ -71,6 +71,7 @@ func TestHeadForEveryGet(t *testing.T) {
 	op := h.localToken()
 	fill := strings.NewReplacer("{tenant}", h.ws.TenantID, "{project}", h.ws.ProjectID, "{environment}", h.ws.EnvironmentID,
 		"{principal}", h.ws.OperatorID)
+	ids := seedDefinitions(h)
 	n := 0
 	for _, rt := range h.svc.API().Routes() {
 		if rt.Method != http.MethodGet {
@@ -78,6 +79,10 @@ func TestHeadForEveryGet(t *testing.T) {
 		}
 		for _, p := range []string{rt.CanonicalPath(), rt.Path} {
 			path := fill.Replace(p)
+			if head, ok := strings.CutSuffix(path, "/{identifier}"); ok {
+				path = head + "/" + ids[head[strings.LastIndex(head, "/")+1:]]
+			}
+			path = strings.ReplaceAll(path, "{adapter}", "echo")
 			get := h.get(path, op)
 			head := h.do(req{method: "HEAD", path: path, token: op})
 			is.Equal(get.status, 200)

@@ -151,6 +151,100 @@ func requireFlags(cmd *cobra.Command, names ...string) {
 	}
 }
 
+// scopeIDs are the required --tenant, --project and --environment flags
+// that address a tenant, a project or an environment.
+type scopeIDs struct{ tenant, project, environment string }
+
+// add defines the id flags named ("tenant", "project", "environment") and
+// marks them required.
+func (s *scopeIDs) add(cmd *cobra.Command, names ...string) {
+	vars := map[string]*string{"tenant": &s.tenant, "project": &s.project, "environment": &s.environment}
+	for _, n := range names {
+		cmd.Flags().StringVar(vars[n], n, "", n+" id; required")
+	}
+	requireFlags(cmd, names...)
+}
+
+func (s *scopeIDs) tenantPath() string { return "/api/v1/tenants/" + url.PathEscape(s.tenant) }
+
+func (s *scopeIDs) projectPath() string {
+	return s.tenantPath() + "/projects/" + url.PathEscape(s.project)
+}
+
+func (s *scopeIDs) environmentPath() string {
+	return s.projectPath() + "/environments/" + url.PathEscape(s.environment)
+}
+
+// createCmd completes cmd, which carries the help text and Args: it POSTs
+// body() to path() and prints the created T, as JSON with --json, else with
+// text. It has the changeFlags.
+func createCmd[T any](a *app, provider *string, cmd *cobra.Command, path func() string, body func() any, text func(T)) *cobra.Command {
+	var f changeFlags
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		s, err := a.platformSession(cmd.Context(), *provider)
+		if err != nil {
+			return err
+		}
+		var v T
+		if _, err := s.call(cmd.Context(), http.MethodPost, path(), f.headers(), body(), &v); err != nil {
+			return err
+		}
+		if f.asJSON {
+			return a.printJSON(v)
+		}
+		text(v)
+		return nil
+	}
+	f.add(cmd)
+	return cmd
+}
+
+// listCmd completes cmd, which carries the help text and Args: it collects
+// every page of Ts from path() and prints them, as a JSON array with --json
+// (described by jsonHelp), else one row each.
+func listCmd[T any](a *app, provider *string, cmd *cobra.Command, jsonHelp string, path func() string, row func(T)) *cobra.Command {
+	var asJSON bool
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		s, err := a.platformSession(cmd.Context(), *provider)
+		if err != nil {
+			return err
+		}
+		items, err := collectPages[T](cmd.Context(), s, path(), false)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return a.printJSON(nonNil(items))
+		}
+		for _, it := range items {
+			row(it)
+		}
+		return nil
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, jsonHelp)
+	return cmd
+}
+
+// showCmd completes cmd, which carries the help text and Args: it GETs a T
+// from path(args) and prints it, as JSON with --json (described by
+// jsonHelp), else with text.
+func showCmd[T any](a *app, provider *string, cmd *cobra.Command, jsonHelp string, path func(args []string) string, text func(T)) *cobra.Command {
+	var asJSON bool
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		var v T
+		if err := a.platformGet(cmd.Context(), *provider, path(args), &v); err != nil {
+			return err
+		}
+		if asJSON {
+			return a.printJSON(v)
+		}
+		text(v)
+		return nil
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, jsonHelp)
+	return cmd
+}
+
 func (a *app) platformTenantCmd(provider *string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "tenant",
@@ -209,29 +303,17 @@ tenant's business.`,
 	f.add(create)
 	requireFlags(create, "name")
 
-	var tenant string
-	var showJSON bool
-	show := &cobra.Command{
+	var showIDs scopeIDs
+	show := showCmd(a, provider, &cobra.Command{
 		Use:     "show",
 		Short:   "Show a tenant",
 		Long:    "Shows a tenant (GET /api/v1/tenants/{tenant}); needs status.read on it.",
 		Example: "  bridge platform tenant show --tenant <tenant-id>",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			var t identity.Tenant
-			if err := a.platformGet(cmd.Context(), *provider, "/api/v1/tenants/"+url.PathEscape(tenant), &t); err != nil {
-				return err
-			}
-			if showJSON {
-				return a.printJSON(t)
-			}
-			fmt.Fprintf(a.out, "Tenant %s (%s), revision %d, created %s\n", t.ID, t.Name, t.Revision, t.CreatedAt.Format("2006-01-02 15:04:05Z07:00"))
-			return nil
-		},
-	}
-	show.Flags().StringVar(&tenant, "tenant", "", "tenant id; required")
-	show.Flags().BoolVar(&showJSON, "json", false, "print the tenant as JSON")
-	requireFlags(show, "tenant")
+	}, "print the tenant as JSON", func([]string) string { return showIDs.tenantPath() }, func(t identity.Tenant) {
+		fmt.Fprintf(a.out, "Tenant %s (%s), revision %d, created %s\n", t.ID, t.Name, t.Revision, t.CreatedAt.Format("2006-01-02 15:04:05Z07:00"))
+	})
+	showIDs.add(show, "tenant")
 	cmd.AddCommand(create, show)
 	return cmd
 }
@@ -266,90 +348,46 @@ func (a *app) platformProjectCmd(provider *string) *cobra.Command {
 		Long:    "Projects group definitions (workflows, actions, connectors, decision tables) inside a tenant.",
 		Example: "  bridge platform project create --tenant <tenant-id> --name payments\n  bridge platform project list --tenant <tenant-id>",
 	}
-	var tenant, name string
-	var f changeFlags
-	create := &cobra.Command{
+	var createIDs scopeIDs
+	var name string
+	create := createCmd(a, provider, &cobra.Command{
 		Use:     "create",
 		Short:   "Create a project in a tenant",
 		Long:    "Creates a project (POST /api/v1/tenants/{tenant}/projects); needs grant.manage on the tenant.",
 		Example: "  bridge platform project create --tenant <tenant-id> --name payments\n  bridge platform project create --tenant <tenant-id> --name payments --json | jq -r .id",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := a.platformSession(cmd.Context(), *provider)
-			if err != nil {
-				return err
-			}
-			var p identity.Project
-			if _, err := s.call(cmd.Context(), http.MethodPost, "/api/v1/tenants/"+url.PathEscape(tenant)+"/projects", f.headers(),
-				identity.CreateProjectRequest{Name: name}, &p); err != nil {
-				return err
-			}
-			if f.asJSON {
-				return a.printJSON(p)
-			}
+	}, func() string { return createIDs.tenantPath() + "/projects" },
+		func() any { return identity.CreateProjectRequest{Name: name} },
+		func(p identity.Project) {
 			fmt.Fprintf(a.out, "Created project %s (%s) in tenant %s\n", p.ID, p.Name, p.TenantID)
-			return nil
-		},
-	}
-	create.Flags().StringVar(&tenant, "tenant", "", "tenant id; required")
+		})
+	createIDs.add(create, "tenant")
 	create.Flags().StringVar(&name, "name", "", "display name (1 to 200 characters); required")
-	f.add(create)
-	requireFlags(create, "tenant", "name")
+	requireFlags(create, "name")
 
-	var listTenant string
-	var listJSON bool
-	list := &cobra.Command{
+	var listIDs scopeIDs
+	list := listCmd(a, provider, &cobra.Command{
 		Use:     "list",
 		Short:   "List the projects of a tenant",
 		Long:    "Lists every project of a tenant, in id order; needs status.read on the tenant.",
 		Example: "  bridge platform project list --tenant <tenant-id>",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := a.platformSession(cmd.Context(), *provider)
-			if err != nil {
-				return err
-			}
-			ps, err := collectPages[identity.Project](cmd.Context(), s, "/api/v1/tenants/"+url.PathEscape(listTenant)+"/projects?limit=100", false)
-			if err != nil {
-				return err
-			}
-			if listJSON {
-				return a.printJSON(nonNil(ps))
-			}
-			for _, p := range ps {
-				fmt.Fprintf(a.out, "%s  %s\n", p.ID, p.Name)
-			}
-			return nil
-		},
-	}
-	list.Flags().StringVar(&listTenant, "tenant", "", "tenant id; required")
-	list.Flags().BoolVar(&listJSON, "json", false, "print the projects as a JSON array")
-	requireFlags(list, "tenant")
+	}, "print the projects as a JSON array", func() string { return listIDs.tenantPath() + "/projects?limit=100" }, func(p identity.Project) {
+		fmt.Fprintf(a.out, "%s  %s\n", p.ID, p.Name)
+	})
+	listIDs.add(list, "tenant")
 
-	var showTenant, showProject string
-	var showJSON bool
-	show := &cobra.Command{
+	var showIDs scopeIDs
+	show := showCmd(a, provider, &cobra.Command{
 		Use:     "show",
 		Short:   "Show a project",
 		Long:    "Shows a project (GET /api/v1/tenants/{tenant}/projects/{project}); needs status.read on it.",
 		Example: "  bridge platform project show --tenant <tenant-id> --project <project-id>",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			var p identity.Project
-			if err := a.platformGet(cmd.Context(), *provider, "/api/v1/tenants/"+url.PathEscape(showTenant)+"/projects/"+url.PathEscape(showProject), &p); err != nil {
-				return err
-			}
-			if showJSON {
-				return a.printJSON(p)
-			}
-			fmt.Fprintf(a.out, "Project %s (%s) in tenant %s, revision %d\n", p.ID, p.Name, p.TenantID, p.Revision)
-			return nil
-		},
-	}
-	show.Flags().StringVar(&showTenant, "tenant", "", "tenant id; required")
-	show.Flags().StringVar(&showProject, "project", "", "project id; required")
-	show.Flags().BoolVar(&showJSON, "json", false, "print the project as JSON")
-	requireFlags(show, "tenant", "project")
+	}, "print the project as JSON", func([]string) string { return showIDs.projectPath() }, func(p identity.Project) {
+		fmt.Fprintf(a.out, "Project %s (%s) in tenant %s, revision %d\n", p.ID, p.Name, p.TenantID, p.Revision)
+	})
+	showIDs.add(show, "tenant", "project")
 	cmd.AddCommand(create, list, show)
 	return cmd
 }
@@ -369,95 +407,46 @@ func (a *app) platformEnvironmentCmd(provider *string) *cobra.Command {
 		Long:    "Environments are where versions are activated and runs execute, inside a project.",
 		Example: "  bridge platform environment create --tenant <tenant-id> --project <project-id> --name production",
 	}
-	var tenant, project, name string
-	var f changeFlags
-	create := &cobra.Command{
+	var createIDs scopeIDs
+	var name string
+	create := createCmd(a, provider, &cobra.Command{
 		Use:     "create",
 		Short:   "Create an environment in a project",
 		Long:    "Creates an environment (POST .../projects/{project}/environments); needs grant.manage on the project.",
 		Example: "  bridge platform environment create --tenant <tenant-id> --project <project-id> --name production",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := a.platformSession(cmd.Context(), *provider)
-			if err != nil {
-				return err
-			}
-			var e identity.Environment
-			path := "/api/v1/tenants/" + url.PathEscape(tenant) + "/projects/" + url.PathEscape(project) + "/environments"
-			if _, err := s.call(cmd.Context(), http.MethodPost, path, f.headers(), identity.CreateEnvironmentRequest{Name: name}, &e); err != nil {
-				return err
-			}
-			if f.asJSON {
-				return a.printJSON(e)
-			}
+	}, func() string { return createIDs.projectPath() + "/environments" },
+		func() any { return identity.CreateEnvironmentRequest{Name: name} },
+		func(e identity.Environment) {
 			fmt.Fprintf(a.out, "Created environment %s (%s) in project %s\n", e.ID, e.Name, e.ProjectID)
-			return nil
-		},
-	}
-	create.Flags().StringVar(&tenant, "tenant", "", "tenant id; required")
-	create.Flags().StringVar(&project, "project", "", "project id; required")
+		})
+	createIDs.add(create, "tenant", "project")
 	create.Flags().StringVar(&name, "name", "", "display name (1 to 200 characters); required")
-	f.add(create)
-	requireFlags(create, "tenant", "project", "name")
+	requireFlags(create, "name")
 
-	var lt, lp string
-	var listJSON bool
-	list := &cobra.Command{
+	var listIDs scopeIDs
+	list := listCmd(a, provider, &cobra.Command{
 		Use:     "list",
 		Short:   "List the environments of a project",
 		Long:    "Lists every environment of a project, in id order; needs status.read on the project.",
 		Example: "  bridge platform environment list --tenant <tenant-id> --project <project-id>",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := a.platformSession(cmd.Context(), *provider)
-			if err != nil {
-				return err
-			}
-			path := "/api/v1/tenants/" + url.PathEscape(lt) + "/projects/" + url.PathEscape(lp) + "/environments?limit=100"
-			es, err := collectPages[identity.Environment](cmd.Context(), s, path, false)
-			if err != nil {
-				return err
-			}
-			if listJSON {
-				return a.printJSON(nonNil(es))
-			}
-			for _, e := range es {
-				fmt.Fprintf(a.out, "%s  %s\n", e.ID, e.Name)
-			}
-			return nil
-		},
-	}
-	list.Flags().StringVar(&lt, "tenant", "", "tenant id; required")
-	list.Flags().StringVar(&lp, "project", "", "project id; required")
-	list.Flags().BoolVar(&listJSON, "json", false, "print the environments as a JSON array")
-	requireFlags(list, "tenant", "project")
+	}, "print the environments as a JSON array", func() string { return listIDs.projectPath() + "/environments?limit=100" }, func(e identity.Environment) {
+		fmt.Fprintf(a.out, "%s  %s\n", e.ID, e.Name)
+	})
+	listIDs.add(list, "tenant", "project")
 
-	var st, sp, se string
-	var showJSON bool
-	show := &cobra.Command{
+	var showIDs scopeIDs
+	show := showCmd(a, provider, &cobra.Command{
 		Use:     "show",
 		Short:   "Show an environment",
 		Long:    "Shows an environment (GET .../projects/{project}/environments/{environment}); needs status.read on it.",
 		Example: "  bridge platform environment show --tenant <tenant-id> --project <project-id> --environment <environment-id>",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			var e identity.Environment
-			path := "/api/v1/tenants/" + url.PathEscape(st) + "/projects/" + url.PathEscape(sp) + "/environments/" + url.PathEscape(se)
-			if err := a.platformGet(cmd.Context(), *provider, path, &e); err != nil {
-				return err
-			}
-			if showJSON {
-				return a.printJSON(e)
-			}
-			fmt.Fprintf(a.out, "Environment %s (%s) in project %s of tenant %s, revision %d\n", e.ID, e.Name, e.ProjectID, e.TenantID, e.Revision)
-			return nil
-		},
-	}
-	show.Flags().StringVar(&st, "tenant", "", "tenant id; required")
-	show.Flags().StringVar(&sp, "project", "", "project id; required")
-	show.Flags().StringVar(&se, "environment", "", "environment id; required")
-	show.Flags().BoolVar(&showJSON, "json", false, "print the environment as JSON")
-	requireFlags(show, "tenant", "project", "environment")
+	}, "print the environment as JSON", func([]string) string { return showIDs.environmentPath() }, func(e identity.Environment) {
+		fmt.Fprintf(a.out, "Environment %s (%s) in project %s of tenant %s, revision %d\n", e.ID, e.Name, e.ProjectID, e.TenantID, e.Revision)
+	})
+	showIDs.add(show, "tenant", "project", "environment")
 	cmd.AddCommand(create, list, show)
 	return cmd
 }
@@ -510,48 +499,34 @@ Subcommands list and revoke grants.`,
 	f.add(cmd)
 	requireFlags(cmd, "principal")
 
-	var lt, lprincipal string
-	var revoked, listJSON bool
-	list := &cobra.Command{
+	var listIDs scopeIDs
+	var principal string
+	var revoked bool
+	list := listCmd(a, provider, &cobra.Command{
 		Use:     "list",
 		Short:   "List the grants inside a tenant",
 		Long:    "Lists the grants of a tenant (GET /api/v1/tenants/{tenant}/grants); needs grant.manage on the tenant.",
 		Example: "  bridge platform grant list --tenant <tenant-id>\n  bridge platform grant list --tenant <tenant-id> --principal <principal-id> --include-revoked --json",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := a.platformSession(cmd.Context(), *provider)
-			if err != nil {
-				return err
-			}
-			q := url.Values{"limit": {"100"}}
-			if lprincipal != "" {
-				q.Set("principal_id", lprincipal)
-			}
-			if revoked {
-				q.Set("include_revoked", "true")
-			}
-			gs, err := collectPages[identity.Grant](cmd.Context(), s, "/api/v1/tenants/"+url.PathEscape(lt)+"/grants?"+q.Encode(), false)
-			if err != nil {
-				return err
-			}
-			if listJSON {
-				return a.printJSON(nonNil(gs))
-			}
-			for _, g := range gs {
-				state := ""
-				if g.Revoked {
-					state = "  (revoked)"
-				}
-				fmt.Fprintf(a.out, "%s  principal %s  %s  %s%s\n", g.ID, g.PrincipalID, grantWhat(g), scopeText(g.Scope), state)
-			}
-			return nil
-		},
-	}
-	list.Flags().StringVar(&lt, "tenant", "", "tenant id; required")
-	list.Flags().StringVar(&lprincipal, "principal", "", "only this principal's grants")
+	}, "print the grants as a JSON array", func() string {
+		q := url.Values{"limit": {"100"}}
+		if principal != "" {
+			q.Set("principal_id", principal)
+		}
+		if revoked {
+			q.Set("include_revoked", "true")
+		}
+		return listIDs.tenantPath() + "/grants?" + q.Encode()
+	}, func(g identity.Grant) {
+		state := ""
+		if g.Revoked {
+			state = "  (revoked)"
+		}
+		fmt.Fprintf(a.out, "%s  principal %s  %s  %s%s\n", g.ID, g.PrincipalID, grantWhat(g), scopeText(g.Scope), state)
+	})
+	listIDs.add(list, "tenant")
+	list.Flags().StringVar(&principal, "principal", "", "only this principal's grants")
 	list.Flags().BoolVar(&revoked, "include-revoked", false, "also list revoked grants")
-	list.Flags().BoolVar(&listJSON, "json", false, "print the grants as a JSON array")
-	requireFlags(list, "tenant")
 
 	var revokeJSON bool
 	revoke := &cobra.Command{
@@ -591,101 +566,62 @@ the issuer and subject of its tokens. A sign-in without a principal is refused
 		Example: "  bridge platform principal create --kind human --issuer https://sso.example.com/realms/acme --subject 5f1c...\n  bridge platform principal disable <principal-id>",
 	}
 	var req identity.CreatePrincipalRequest
-	var f changeFlags
-	create := &cobra.Command{
+	create := createCmd(a, provider, &cobra.Command{
 		Use:     "create",
 		Short:   "Link a sign-in to a new principal",
 		Long:    "Creates a principal (POST /admin/principals); needs grant.admin or grant.manage. Grant it access with 'bridge platform grant'.",
 		Example: "  bridge platform principal create --kind human --issuer https://sso.example.com/realms/acme --subject alice --name Alice",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := a.platformSession(cmd.Context(), *provider)
-			if err != nil {
-				return err
-			}
-			var p identity.Principal
-			if _, err := s.call(cmd.Context(), http.MethodPost, "/admin/principals", f.headers(), req, &p); err != nil {
-				return err
-			}
-			if f.asJSON {
-				return a.printJSON(p)
-			}
+	}, func() string { return "/admin/principals" },
+		func() any { return req },
+		func(p identity.Principal) {
 			fmt.Fprintf(a.out, "Created principal %s (%s, %s at %s)\n", p.ID, p.Kind, p.Subject, p.Issuer)
-			return nil
-		},
-	}
+		})
 	create.Flags().StringVar(&req.Kind, "kind", "human", "human, application or worker")
 	create.Flags().StringVar(&req.Issuer, "issuer", "", "issuer (iss) of the sign-in's tokens; required")
 	create.Flags().StringVar(&req.Subject, "subject", "", "subject (sub) of the sign-in's tokens; required")
 	create.Flags().StringVar(&req.Name, "name", "", "display name")
-	f.add(create)
 	requireFlags(create, "issuer", "subject")
 
 	var kind, issuer, subject string
-	var listJSON bool
-	list := &cobra.Command{
+	list := listCmd(a, provider, &cobra.Command{
 		Use:     "list",
 		Short:   "List principals",
 		Long:    "Lists principals (GET /admin/principals), optionally only one kind, issuer or subject; needs grant.admin or grant.manage.",
 		Example: "  bridge platform principal list\n  bridge platform principal list --kind worker --json",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := a.platformSession(cmd.Context(), *provider)
-			if err != nil {
-				return err
+	}, "print the principals as a JSON array", func() string {
+		q := url.Values{"limit": {"100"}}
+		for k, v := range map[string]string{"kind": kind, "issuer": issuer, "subject": subject} {
+			if v != "" {
+				q.Set(k, v)
 			}
-			q := url.Values{"limit": {"100"}}
-			for k, v := range map[string]string{"kind": kind, "issuer": issuer, "subject": subject} {
-				if v != "" {
-					q.Set(k, v)
-				}
-			}
-			ps, err := collectPages[identity.Principal](cmd.Context(), s, "/admin/principals?"+q.Encode(), false)
-			if err != nil {
-				return err
-			}
-			if listJSON {
-				return a.printJSON(nonNil(ps))
-			}
-			for _, p := range ps {
-				state := ""
-				if p.Disabled {
-					state = "  (disabled)"
-				}
-				fmt.Fprintf(a.out, "%s  %-11s %s at %s%s\n", p.ID, p.Kind, p.Subject, p.Issuer, state)
-			}
-			return nil
-		},
-	}
+		}
+		return "/admin/principals?" + q.Encode()
+	}, func(p identity.Principal) {
+		state := ""
+		if p.Disabled {
+			state = "  (disabled)"
+		}
+		fmt.Fprintf(a.out, "%s  %-11s %s at %s%s\n", p.ID, p.Kind, p.Subject, p.Issuer, state)
+	})
 	list.Flags().StringVar(&kind, "kind", "", "only this kind")
 	list.Flags().StringVar(&issuer, "issuer", "", "only this issuer")
 	list.Flags().StringVar(&subject, "subject", "", "only this subject")
-	list.Flags().BoolVar(&listJSON, "json", false, "print the principals as a JSON array")
 
-	var showJSON bool
-	show := &cobra.Command{
+	show := showCmd(a, provider, &cobra.Command{
 		Use:     "show <principal-id>",
 		Short:   "Show a principal",
 		Long:    "Shows a principal (GET /admin/principals/{principal}): yourself, or anyone with grant.admin or grant.manage.",
 		Example: "  bridge platform principal show <principal-id>",
 		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var p identity.Principal
-			if err := a.platformGet(cmd.Context(), *provider, "/admin/principals/"+url.PathEscape(args[0]), &p); err != nil {
-				return err
-			}
-			if showJSON {
-				return a.printJSON(p)
-			}
-			state := "enabled"
-			if p.Disabled {
-				state = "disabled"
-			}
-			fmt.Fprintf(a.out, "Principal %s (%s, %s), %s at %s, revision %d\n", p.ID, p.Kind, state, p.Subject, p.Issuer, p.Revision)
-			return nil
-		},
-	}
-	show.Flags().BoolVar(&showJSON, "json", false, "print the principal as JSON")
+	}, "print the principal as JSON", func(args []string) string { return "/admin/principals/" + url.PathEscape(args[0]) }, func(p identity.Principal) {
+		state := "enabled"
+		if p.Disabled {
+			state = "disabled"
+		}
+		fmt.Fprintf(a.out, "Principal %s (%s, %s), %s at %s, revision %d\n", p.ID, p.Kind, state, p.Subject, p.Issuer, p.Revision)
+	})
 	cmd.AddCommand(create, list, show, a.principalStateCmd(provider, true), a.principalStateCmd(provider, false))
 	return cmd
 }

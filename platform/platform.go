@@ -3,7 +3,8 @@
 // provider, token verification for every configured provider, the shared
 // API rules (platform/api), identity and provisioning routes
 // (platform/identity), definitions, catalog and compiler routes
-// (platform/catalog), the access audit and the local workspace bootstrap.
+// (platform/catalog), environment activations (platform/activation), the
+// access audit and the local workspace bootstrap.
 //
 // Authentication on the services listener: every platform route except
 // GET /api/v1/client-configuration, /docs (when enabled) and the health
@@ -32,6 +33,7 @@ import (
 
 	"github.com/agentbridge/bridge/daemon"
 	"github.com/agentbridge/bridge/httpx"
+	"github.com/agentbridge/bridge/platform/activation"
 	"github.com/agentbridge/bridge/platform/api"
 	"github.com/agentbridge/bridge/platform/auth"
 	"github.com/agentbridge/bridge/platform/catalog"
@@ -64,6 +66,7 @@ type Service struct {
 	api      *api.API
 	identity *identity.Service
 	catalog  *catalog.Service
+	activate *activation.Service
 	audit    *identity.AuditLog
 	idp      *auth.IdP
 	verifier *auth.Verifier
@@ -164,6 +167,9 @@ func New(ctx context.Context, d daemon.Deps, o Options) (*Service, error) {
 	if s.catalog, err = catalog.New(catalog.Options{DB: d.DB, Logger: log, Now: now}); err != nil {
 		return nil, err
 	}
+	if s.activate, err = activation.New(activation.Options{DB: d.DB, Logger: log, Now: now}); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -244,6 +250,7 @@ func (s *Service) FlushAudit(ctx context.Context) error { return s.audit.Flush(c
 func (s *Service) Routes(_, services *httprouter.Router) {
 	s.identity.Register(s.api, services)
 	s.catalog.Register(s.api, services)
+	s.activate.Register(s.api, services)
 	if s.idp != nil {
 		h := api.WithPlatformHeaders(http.StripPrefix(IdPPath, s.idp.Handler()))
 		services.Handler(http.MethodGet, IdPPath+"/*path", h)

@@ -72,6 +72,7 @@ func TestHeadForEveryGet(t *testing.T) {
 	fill := strings.NewReplacer("{tenant}", h.ws.TenantID, "{project}", h.ws.ProjectID, "{environment}", h.ws.EnvironmentID,
 		"{principal}", h.ws.OperatorID)
 	ids := seedDefinitions(h)
+	ids["activations"] = h.mustActivate(ePath(h), op, map[string]any{"published_version_id": ids["workflows"]}, "seed-activation", "").ID
 	n := 0
 	for _, rt := range h.svc.API().Routes() {
 		if rt.Method != http.MethodGet {
@@ -79,6 +80,7 @@ func TestHeadForEveryGet(t *testing.T) {
 		}
 		for _, p := range []string{rt.CanonicalPath(), rt.Path} {
 			path := fill.Replace(p)
+			path = strings.ReplaceAll(path, "/activations/{identifier}", "/activations/"+ids["activations"])
 			if head, ok := strings.CutSuffix(path, "/{identifier}"); ok {
 				path = head + "/" + ids[head[strings.LastIndex(head, "/")+1:]]
 			}

@@ -1,0 +1,155 @@
+package kernel
+
+import (
+	"fmt"
+
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+)
+
+// valueCache keeps the CEL forms of state values for the duration of one
+// Step, so that each raw value is decoded at most once per Step.
+type valueCache struct {
+	input   ref.Val
+	vars    ref.Val
+	run     ref.Val
+	steps   map[string]ref.Val // merged steps map by scope key
+	outputs map[string]ref.Val // one step output, by scope key + "\x00" + step id
+	items   map[string]ref.Val // loop item by scope key
+}
+
+func (c *valueCache) invalidateSteps() { c.steps = nil }
+
+func (c *valueCache) invalidateVars() { c.vars = nil }
+
+// decodeCEL decodes a typed raw value for CEL; a corrupt value (never
+// written by the kernel) evaluates to an error value.
+func decodeCEL(raw []byte) ref.Val {
+	if len(raw) == 0 {
+		return types.NullValue
+	}
+	v, err := decodeTyped(raw)
+	if err != nil {
+		return types.NewErr("corrupt state value: %v", err)
+	}
+	return toCEL(v)
+}
+
+// activation builds the variables an expression sees in a scope: input,
+// steps (the outputs of the scope and its enclosing scopes), vars, now,
+// run, and the loop variables of every enclosing forEach.
+func (m *machine) activation(scope string) map[string]any {
+	c := &m.cache
+	st := m.st
+	if c.input == nil {
+		c.input = decodeCEL(st.Input)
+	}
+	if c.vars == nil {
+		vals := make(map[string]ref.Val, len(st.Vars))
+		for k, raw := range st.Vars {
+			vals[k] = decodeCEL(raw)
+		}
+		c.vars = newObject(vals)
+	}
+	if c.run == nil {
+		c.run = newObject(map[string]ref.Val{
+			"id":              types.String(st.RunID),
+			"workflowId":      types.String(m.p.id),
+			"workflowVersion": types.Int(m.p.version),
+			"startedAt":       types.Timestamp{Time: st.StartedAt},
+		})
+	}
+	act := map[string]any{
+		"input": c.input,
+		"vars":  c.vars,
+		"now":   types.Timestamp{Time: m.now},
+		"run":   c.run,
+		"steps": m.stepsVal(scope),
+	}
+	for key := scope; key != ""; {
+		sc := st.Scopes[key]
+		if sc == nil {
+			break
+		}
+		if ln := m.p.node(sc.Loop); ln != nil {
+			act[ln.as] = m.itemVal(key, sc)
+			act[ln.index] = types.Int(sc.Index)
+		}
+		key = sc.Parent
+	}
+	return act
+}
+
+func (m *machine) stepsVal(scope string) ref.Val {
+	c := &m.cache
+	if v, ok := c.steps[scope]; ok {
+		return v
+	}
+	if c.outputs == nil {
+		c.outputs = map[string]ref.Val{}
+	}
+	vals := map[string]ref.Val{}
+	// Outer scopes first, so the innermost output of a step wins (step ids
+	// are unique, so there is never more than one).
+	var chain []string
+	for key := scope; ; {
+		chain = append(chain, key)
+		sc := m.st.Scopes[key]
+		if key == "" || sc == nil {
+			break
+		}
+		key = sc.Parent
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		sc := m.st.Scopes[chain[i]]
+		if sc == nil {
+			continue
+		}
+		for step, raw := range sc.Outputs {
+			ck := chain[i] + "\x00" + step
+			out, ok := c.outputs[ck]
+			if !ok {
+				out = newObject(map[string]ref.Val{"output": decodeCEL(raw)})
+				c.outputs[ck] = out
+			}
+			vals[step] = out
+		}
+	}
+	v := newObject(vals)
+	if c.steps == nil {
+		c.steps = map[string]ref.Val{}
+	}
+	c.steps[scope] = v
+	return v
+}
+
+func (m *machine) itemVal(key string, sc *Scope) ref.Val {
+	c := &m.cache
+	if v, ok := c.items[key]; ok {
+		return v
+	}
+	var v ref.Val = types.NullValue
+	if t := m.st.Tokens[sc.Container]; t != nil && t.Loop != nil && sc.Index < len(t.Loop.Items) {
+		v = decodeCEL(t.Loop.Items[sc.Index])
+	}
+	if c.items == nil {
+		c.items = map[string]ref.Val{}
+	}
+	c.items[key] = v
+	return v
+}
+
+// evalString evaluates a template that must give a string (nil: "").
+func evalString(t *template, act map[string]any, what string) (string, error) {
+	v, err := t.eval(act)
+	if err != nil {
+		return "", err
+	}
+	switch x := v.(type) {
+	case nil:
+		return "", nil
+	case string:
+		return x, nil
+	}
+	return "", fmt.Errorf("%s must be a string, not %s", what, jsonTypeName(v))
+}

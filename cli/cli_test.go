@@ -151,6 +151,19 @@ func TestServeConfigErrors(t *testing.T) {
 	}
 }
 
+func TestServeUnreadableConfig(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	// A directory where the file should be cannot be read, even by root.
+	is.NoErr(os.Mkdir(filepath.Join(dir, daemon.ConfigFile), 0o700))
+	code, _, errw := run(context.Background(), "serve", "--data-dir", dir, "--port", "0", "--services-port", "0")
+	is.Equal(code, ExitError)
+	is.True(strings.Contains(errw, "config"))
+	is.Equal(strings.Count(errw, "\n"), 1)
+	_, err := os.Stat(filepath.Join(dir, daemon.OwnerTokenFile))
+	is.True(os.IsNotExist(err)) // nothing started, nothing written
+}
+
 func TestServeOccupiedPort(t *testing.T) {
 	is := is.New(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -13,6 +13,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
+
+	"github.com/agentbridge/bridge/platform/lang"
 	"golang.org/x/text/message"
 )
 
@@ -220,43 +222,13 @@ func (ss *schemaSet) resolve(v view) view {
 		if !ok {
 			return view{}
 		}
-		target, ok := lookupPointer(doc, frag)
+		target, ok := lang.LookupPointer(doc, frag)
 		if !ok {
 			return view{}
 		}
 		v = view{url: url, v: target}
 	}
 	return view{}
-}
-
-func lookupPointer(doc any, ptr string) (any, bool) {
-	if ptr == "" {
-		return doc, true
-	}
-	if !strings.HasPrefix(ptr, "/") {
-		return nil, false
-	}
-	cur := doc
-	for _, seg := range strings.Split(ptr[1:], "/") {
-		seg = strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
-		switch c := cur.(type) {
-		case map[string]any:
-			next, ok := c[seg]
-			if !ok {
-				return nil, false
-			}
-			cur = next
-		case []any:
-			i, err := strconv.Atoi(seg)
-			if err != nil || i < 0 || i >= len(c) {
-				return nil, false
-			}
-			cur = c[i]
-		default:
-			return nil, false
-		}
-	}
-	return cur, true
 }
 
 // shape is what the compiler's type mapping makes of a schema position.

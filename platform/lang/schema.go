@@ -297,6 +297,11 @@ func (ss *schemaSet) resolve(v sview) sview {
 	return sview{} // too deep: treat as unknown
 }
 
+// LookupPointer resolves a JSON Pointer (RFC 6901) in a decoded JSON
+// document. The kernel uses it to resolve the same schema references the
+// compiler does.
+func LookupPointer(doc any, ptr string) (any, bool) { return lookupPointer(doc, ptr) }
+
 func lookupPointer(doc any, ptr string) (any, bool) {
 	if ptr == "" {
 		return doc, true

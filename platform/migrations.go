@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentbridge/bridge/platform/activation"
 	"github.com/agentbridge/bridge/platform/catalog"
+	"github.com/agentbridge/bridge/platform/engine"
 	"github.com/agentbridge/bridge/store"
 )
 
@@ -14,13 +15,14 @@ var migrationsFS embed.FS
 
 // Migrations are the platform's schema revisions under the names spec 2
 // lists (0001_boot, 0002_access, 0003_access_audit, ...) and those of its
-// packages (catalog: 0004_definitions; activation: 0005_activations), in
+// packages (catalog: 0004_definitions; activation: 0005_activations; engine: 0006_runs), in
 // version order. The platform owns
 // versions 1 to 99.
 func Migrations() []store.Migration {
 	all := store.MustLoad(migrationsFS, "migrations")
 	all = append(all, catalog.Migrations()...)
 	all = append(all, activation.Migrations()...)
+	all = append(all, engine.Migrations()...)
 	sort.Slice(all, func(i, j int) bool { return all[i].Version < all[j].Version })
 	return all
 }

@@ -3,7 +3,8 @@
 // provider, token verification for every configured provider, the shared
 // API rules (platform/api), identity and provisioning routes
 // (platform/identity), definitions, catalog and compiler routes
-// (platform/catalog), environment activations (platform/activation), the
+// (platform/catalog), environment activations (platform/activation), runs
+// (platform/engine), the
 // access audit and the local workspace bootstrap.
 //
 // Authentication on the services listener: every platform route except
@@ -37,6 +38,7 @@ import (
 	"github.com/agentbridge/bridge/platform/api"
 	"github.com/agentbridge/bridge/platform/auth"
 	"github.com/agentbridge/bridge/platform/catalog"
+	"github.com/agentbridge/bridge/platform/engine"
 	"github.com/agentbridge/bridge/platform/identity"
 	"github.com/agentbridge/bridge/store"
 )
@@ -67,6 +69,7 @@ type Service struct {
 	identity *identity.Service
 	catalog  *catalog.Service
 	activate *activation.Service
+	engine   *engine.Service
 	audit    *identity.AuditLog
 	idp      *auth.IdP
 	verifier *auth.Verifier
@@ -170,6 +173,9 @@ func New(ctx context.Context, d daemon.Deps, o Options) (*Service, error) {
 	if s.activate, err = activation.New(activation.Options{DB: d.DB, Logger: log, Now: now}); err != nil {
 		return nil, err
 	}
+	if s.engine, err = engine.New(engine.Options{DB: d.DB, Logger: log, Now: now}); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -251,6 +257,7 @@ func (s *Service) Routes(_, services *httprouter.Router) {
 	s.identity.Register(s.api, services)
 	s.catalog.Register(s.api, services)
 	s.activate.Register(s.api, services)
+	s.engine.Register(s.api, services)
 	if s.idp != nil {
 		h := api.WithPlatformHeaders(http.StripPrefix(IdPPath, s.idp.Handler()))
 		services.Handler(http.MethodGet, IdPPath+"/*path", h)
@@ -269,12 +276,17 @@ func (s *Service) Routes(_, services *httprouter.Router) {
 }
 
 // Start runs the maintenance loop (retention of idempotency records and
-// access decisions) until ctx is cancelled.
+// access decisions) and the run engine's loop (built-in tasks, timers)
+// until ctx is cancelled.
 func (s *Service) Start(ctx context.Context) error {
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
 		s.maintain(ctx)
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.engine.Run(ctx)
 	}()
 	return nil
 }

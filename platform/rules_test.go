@@ -73,6 +73,10 @@ func TestHeadForEveryGet(t *testing.T) {
 		"{principal}", h.ws.OperatorID)
 	ids := seedDefinitions(h)
 	ids["activations"] = h.mustActivate(ePath(h), op, map[string]any{"published_version_id": ids["workflows"]}, "seed-activation", "").ID
+	run := h.mustStartRun(op, map[string]any{"activation_id": ids["activations"], "input": map[string]any{"customerId": "c-1"}}, "seed-run")
+	// A settled run answers GET and HEAD alike (the echo output has no tier,
+	// so the decision step fails the run).
+	h.waitRun(op, run.ID, "failed")
 	n := 0
 	for _, rt := range h.svc.API().Routes() {
 		if rt.Method != http.MethodGet {
@@ -85,6 +89,7 @@ func TestHeadForEveryGet(t *testing.T) {
 				path = head + "/" + ids[head[strings.LastIndex(head, "/")+1:]]
 			}
 			path = strings.ReplaceAll(path, "{adapter}", "echo")
+			path = strings.ReplaceAll(path, "{run}", run.ID)
 			get := h.get(path, op)
 			head := h.do(req{method: "HEAD", path: path, token: op})
 			is.Equal(get.status, 200)

@@ -1,0 +1,80 @@
+package engine
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/agentbridge/bridge/platform/kernel"
+)
+
+func TestRedact(t *testing.T) {
+	is := is.New(t)
+	raw := json.RawMessage(`{"a":{"key":"s3cret","keep":1},"list":[{"token":"t1"},{"token":"t2"}],"x~/y":"z"}`)
+	got := redact(raw, []string{"/a/key", "/list/*/token", "/x~0~1y"})
+	is.Equal(string(got), `{"a":{"keep":1,"key":"[redacted]"},"list":[{"token":"[redacted]"},{"token":"[redacted]"}],"x~/y":"[redacted]"}`)
+	is.Equal(string(redact(raw, nil)), string(raw))
+	is.Equal(string(redact(raw, []string{""})), `"[redacted]"`)
+	is.Equal(string(redact(json.RawMessage(`{broken`), []string{"/a"})), `"[redacted]"`)
+}
+
+func TestCheckStart(t *testing.T) {
+	is := is.New(t)
+	id := "0190a0b0-0000-7000-8000-000000000001"
+	in, err := checkStart(&StartRequest{ActivationID: id})
+	is.NoErr(err)
+	is.Equal(string(in), "{}")
+	in, err = checkStart(&StartRequest{ActivationID: id, Input: json.RawMessage(` {"a":1} `)})
+	is.NoErr(err)
+	is.Equal(string(in), `{"a":1}`)
+	for _, req := range []StartRequest{
+		{ActivationID: "nope"},
+		{ActivationID: id, Input: json.RawMessage(`[1]`)},
+		{ActivationID: id, CorrelationKey: strings.Repeat("k", MaxKeyLen+1)},
+		{ActivationID: id, BusinessKey: strings.Repeat("k", MaxKeyLen+1)},
+	} {
+		_, err := checkStart(&req)
+		is.True(err != nil)
+	}
+	_, err = checkStart(&StartRequest{ActivationID: id, CorrelationKey: strings.Repeat("k", MaxKeyLen)})
+	is.NoErr(err)
+}
+
+func TestMergeDefaults(t *testing.T) {
+	is := is.New(t)
+	out, err := mergeDefaults(json.RawMessage(`{"a":1}`), map[string]json.RawMessage{"a": json.RawMessage(`2`), "b": json.RawMessage(`3`)})
+	is.NoErr(err)
+	is.Equal(string(out), `{"a":1,"b":3}`)
+}
+
+func TestInlineTask(t *testing.T) {
+	is := is.New(t)
+	p := &program{adapters: map[string]string{"acme/echo@1": adapterEcho, "acme/noop@1": adapterNoop, "acme/http@1": "http"}}
+	st := kernel.State{Tasks: map[string]*kernel.Task{
+		"b": {ID: "b", Executor: kernel.ExecutorConnector, Ref: "acme/echo@1", Status: kernel.TaskRunning, Input: json.RawMessage(`{"x":1}`)},
+		"c": {ID: "c", Executor: kernel.ExecutorConnector, Ref: "acme/noop@1", Status: kernel.TaskRunning},
+		"a": {ID: "a", Executor: kernel.ExecutorConnector, Ref: "acme/http@1", Status: kernel.TaskRunning},
+		"0": {ID: "0", Executor: kernel.ExecutorConnector, Ref: "acme/echo@1", Status: kernel.TaskBackoff},
+	}}
+	id, out, ok := p.inlineTask(&st)
+	is.True(ok)
+	is.Equal(id, "b")
+	is.Equal(string(out), `{"x":1}`)
+	delete(st.Tasks, "b")
+	id, out, ok = p.inlineTask(&st)
+	is.True(ok)
+	is.Equal(id, "c")
+	is.Equal(string(out), `{}`)
+	delete(st.Tasks, "c")
+	_, _, ok = p.inlineTask(&st)
+	is.True(!ok)
+}
+
+func TestMigrations(t *testing.T) {
+	is := is.New(t)
+	m := Migrations()
+	is.Equal(len(m), 1)
+	is.Equal(m[0].Version, 6)
+}

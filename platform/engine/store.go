@@ -1,0 +1,205 @@
+package engine
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentbridge/bridge/platform/kernel"
+)
+
+// querier is what reads need: the reader pool or a write transaction.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// errNotFound is returned by reads that find no row.
+var errNotFound = errors.New("engine: not found")
+
+func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+// runRow is a stored run.
+type runRow struct {
+	ID, Tenant, Project, Environment, ActivationID string
+	ParentRunID                                    *string
+	State                                          kernel.State
+	CorrelationKey, BusinessKey                    *string
+	CreatedAt, UpdatedAt                           time.Time
+	CreatedBy                                      string
+	PublishedVersionID                             string
+}
+
+const runCols = `r.id, r.tenant_id, r.project_id, r.environment_id, r.activation_id, r.parent_run_id, r.state,
+	r.correlation_key, r.business_key, r.created_at, r.updated_at, r.created_by, a.published_version_id`
+
+const runFrom = ` FROM platform_runs r JOIN platform_activations a ON a.id = r.activation_id`
+
+func scanRun(sc interface{ Scan(...any) error }) (runRow, error) {
+	var r runRow
+	var parent, corr, biz sql.NullString
+	var state string
+	var created, updated int64
+	if err := sc.Scan(&r.ID, &r.Tenant, &r.Project, &r.Environment, &r.ActivationID, &parent, &state, &corr, &biz,
+		&created, &updated, &r.CreatedBy, &r.PublishedVersionID); err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal([]byte(state), &r.State); err != nil {
+		return r, fmt.Errorf("engine: stored state of run %s: %w", r.ID, err)
+	}
+	r.ParentRunID, r.CorrelationKey, r.BusinessKey = nullable(parent), nullable(corr), nullable(biz)
+	r.CreatedAt, r.UpdatedAt = msTime(created), msTime(updated)
+	return r, nil
+}
+
+func nullable(s sql.NullString) *string {
+	if !s.Valid {
+		return nil
+	}
+	return &s.String
+}
+
+// getRun reads a run of the environment ("" for any environment).
+func getRun(ctx context.Context, q querier, env, id string) (runRow, error) {
+	query := `SELECT ` + runCols + runFrom + ` WHERE r.id = ?`
+	args := []any{id}
+	if env != "" {
+		query += ` AND r.environment_id = ?`
+		args = append(args, env)
+	}
+	r, err := scanRun(q.QueryRowContext(ctx, query, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, errNotFound
+	}
+	if err != nil {
+		return r, fmt.Errorf("engine: read run: %w", err)
+	}
+	return r, nil
+}
+
+// insertRun stores a new run with its state (after its started event).
+func insertRun(ctx context.Context, tx *sql.Tx, r runRow) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO platform_runs(id, tenant_id, project_id, environment_id, activation_id, parent_run_id,
+		status, state, seq, needs_work, correlation_key, business_key, created_at, updated_at, created_by)
+		VALUES (?, ?, ?, ?, ?, ?, 'running', '{}', 1, 0, ?, ?, ?, ?, ?)`,
+		r.ID, r.Tenant, r.Project, r.Environment, r.ActivationID, r.ParentRunID, r.CorrelationKey, r.BusinessKey,
+		r.CreatedAt.UnixMilli(), r.UpdatedAt.UnixMilli(), r.CreatedBy)
+	if err != nil {
+		return fmt.Errorf("engine: insert run: %w", err)
+	}
+	return nil
+}
+
+// saveStep appends the accepted event e with its records and stores the
+// state, the inline-work flag and the run's pending timers, in tx. prevSeq
+// fences concurrent writers.
+func saveStep(ctx context.Context, tx *sql.Tx, id string, prevSeq int64, st kernel.State, e kernel.Event, effects []kernel.Effect, work bool) error {
+	payload, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("engine: encode event: %w", err)
+	}
+	records := []*kernel.Record{}
+	for _, ef := range effects {
+		if ef.Kind == kernel.EffectRecord && ef.Record != nil {
+			records = append(records, ef.Record)
+		}
+	}
+	recs, err := json.Marshal(records)
+	if err != nil {
+		return fmt.Errorf("engine: encode records: %w", err)
+	}
+	state, err := json.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("engine: encode state: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO platform_run_events(run_id, seq, kind, payload, records, at) VALUES (?, ?, ?, ?, ?, ?)`,
+		id, e.Seq, string(e.Kind), string(payload), string(recs), e.At.UnixMilli()); err != nil {
+		return fmt.Errorf("engine: append event: %w", err)
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE platform_runs SET status = ?, state = ?, seq = ?, needs_work = ?, updated_at = ?
+		WHERE id = ? AND (seq = ? OR ? = 0)`, string(st.Status), string(state), st.Seq, work, e.At.UnixMilli(), id, prevSeq, prevSeq)
+	if err != nil {
+		return fmt.Errorf("engine: store state: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("engine: store state: %w", err)
+	} else if n != 1 {
+		return fmt.Errorf("engine: store state of run %s: it changed concurrently", id)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM platform_run_timers WHERE run_id = ?`, id); err != nil {
+		return fmt.Errorf("engine: store timers: %w", err)
+	}
+	for _, t := range st.Timers {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO platform_run_timers(run_id, timer_id, due_at) VALUES (?, ?, ?)`,
+			id, t.ID, t.Due.UnixMilli()); err != nil {
+			return fmt.Errorf("engine: store timers: %w", err)
+		}
+	}
+	return nil
+}
+
+// clearWork resets the inline-work flag of a run at seq.
+func clearWork(ctx context.Context, tx *sql.Tx, id string, seq int64) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE platform_runs SET needs_work = 0 WHERE id = ? AND seq = ?`, id, seq); err != nil {
+		return fmt.Errorf("engine: clear work flag: %w", err)
+	}
+	return nil
+}
+
+// idsWhere lists up to limit run ids of a query with its arguments.
+func idsWhere(ctx context.Context, q querier, query string, args ...any) ([]string, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("engine: list runs: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("engine: list runs: %w", err)
+		}
+		out = append(out, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("engine: list runs: %w", err)
+	}
+	return out, nil
+}
+
+// eventRow is one accepted event.
+type eventRow struct {
+	Seq     int64
+	Kind    string
+	Payload json.RawMessage
+	Records json.RawMessage
+	At      time.Time
+}
+
+// listEvents reads a run's events after seq in seq order.
+func listEvents(ctx context.Context, q querier, id string, after int64, limit int) ([]eventRow, error) {
+	rows, err := q.QueryContext(ctx, `SELECT seq, kind, payload, records, at FROM platform_run_events
+		WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, id, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("engine: list events: %w", err)
+	}
+	defer rows.Close()
+	var out []eventRow
+	for rows.Next() {
+		var e eventRow
+		var payload, records string
+		var at int64
+		if err := rows.Scan(&e.Seq, &e.Kind, &payload, &records, &at); err != nil {
+			return nil, fmt.Errorf("engine: list events: %w", err)
+		}
+		e.Payload, e.Records, e.At = json.RawMessage(payload), json.RawMessage(records), msTime(at)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("engine: list events: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,152 @@
+package engine
+
+import (
+	"encoding/json"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentbridge/bridge/platform/kernel"
+)
+
+// AdmissionPolicy is the admission policy of new runs.
+const AdmissionPolicy = "classified-v1"
+
+// redacted replaces secret values in run views.
+const redacted = "[redacted]"
+
+// StartRequest is the body of POST E/runs and POST E/runs/{run}/retry.
+type StartRequest struct {
+	ActivationID   string          `json:"activation_id" api:"required" format:"uuid" doc:"an active activation of the environment"`
+	Input          json.RawMessage `json:"input,omitempty" doc:"the run input, a JSON object (at most 1 MiB); the activation's input defaults fill absent top-level properties"`
+	CorrelationKey string          `json:"correlation_key,omitempty" doc:"at most 200 characters"`
+	BusinessKey    string          `json:"business_key,omitempty" doc:"at most 200 characters"`
+}
+
+// CancelRequest is the body of POST E/runs/{run}/cancel.
+type CancelRequest struct {
+	Reason string `json:"reason" api:"required" doc:"non-blank, at most 2000 characters"`
+}
+
+// ActivationRef names a run's activation.
+type ActivationRef struct {
+	ID string `json:"id" format:"uuid"`
+}
+
+// TaskView is a task of a run that has not finished.
+type TaskView struct {
+	ID       string `json:"id" format:"uuid"`
+	NodeID   string `json:"node_id"`
+	Instance string `json:"instance"`
+	Executor string `json:"executor"`
+	Ref      string `json:"ref,omitempty"`
+	Attempt  int    `json:"attempt"`
+	Status   string `json:"status"`
+}
+
+// RunState is the visible part of a run's state; secret input and output
+// values are redacted.
+type RunState struct {
+	Input     json.RawMessage            `json:"input"`
+	Vars      map[string]json.RawMessage `json:"vars"`
+	Output    json.RawMessage            `json:"output,omitempty"`
+	Error     *kernel.RunError           `json:"error,omitempty"`
+	Tasks     []TaskView                 `json:"tasks"`
+	StartedAt time.Time                  `json:"started_at"`
+	Deadline  *time.Time                 `json:"deadline,omitempty"`
+}
+
+// Run is a run.
+type Run struct {
+	ID               string        `json:"id" format:"uuid"`
+	Activation       ActivationRef `json:"activation"`
+	EnvironmentID    string        `json:"environment_id" format:"uuid"`
+	Status           string        `json:"status" doc:"running, waiting, suspended, succeeded, failed, cancelled or timed_out"`
+	State            RunState      `json:"state"`
+	AdmissionPolicy  string        `json:"admission_policy"`
+	ParentRunID      *string       `json:"parent_run_id" format:"uuid"`
+	CorrelationKey   *string       `json:"correlation_key"`
+	BusinessKey      *string       `json:"business_key"`
+	AcceptedSequence int64         `json:"accepted_sequence" doc:"sequence number of the last accepted event"`
+	// ExternalEffectsMayContinue is set on cancellation responses.
+	ExternalEffectsMayContinue *bool     `json:"external_effects_may_continue,omitempty"`
+	CreatedAt                  time.Time `json:"created_at"`
+	UpdatedAt                  time.Time `json:"updated_at"`
+	CreatedBy                  string    `json:"created_by" format:"uuid"`
+}
+
+// HistoryEvent is one accepted event of a run.
+type HistoryEvent struct {
+	Seq     int64           `json:"seq"`
+	Kind    string          `json:"kind"`
+	At      time.Time       `json:"at"`
+	Event   json.RawMessage `json:"event" doc:"the accepted kernel event"`
+	Records json.RawMessage `json:"records" doc:"history facts of the event (step_started, wait_elapsed, ...)"`
+}
+
+// view builds the Run view of r with p's secret pointers redacted.
+func view(r runRow, p *program) Run {
+	st := r.State
+	in, out := p.p.SecretPointers()
+	rs := RunState{Input: redact(st.Input, in), Vars: st.Vars, Output: redact(st.Output, out), Error: st.Error,
+		Tasks: []TaskView{}, StartedAt: st.StartedAt, Deadline: st.Deadline}
+	if rs.Input == nil {
+		rs.Input = json.RawMessage("{}")
+	}
+	for _, t := range st.Tasks {
+		rs.Tasks = append(rs.Tasks, TaskView{ID: t.ID, NodeID: t.Node, Instance: t.Instance, Executor: t.Executor, Ref: t.Ref,
+			Attempt: t.Attempt, Status: string(t.Status)})
+	}
+	sort.Slice(rs.Tasks, func(i, j int) bool { return rs.Tasks[i].ID < rs.Tasks[j].ID })
+	return Run{ID: r.ID, Activation: ActivationRef{ID: r.ActivationID}, EnvironmentID: r.Environment, Status: string(st.Status),
+		State: rs, AdmissionPolicy: AdmissionPolicy, ParentRunID: r.ParentRunID, CorrelationKey: r.CorrelationKey,
+		BusinessKey: r.BusinessKey, AcceptedSequence: st.Seq, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, CreatedBy: r.CreatedBy}
+}
+
+// redact replaces the values at pointers ("*" matches any element) in raw.
+func redact(raw json.RawMessage, pointers []string) json.RawMessage {
+	if len(raw) == 0 || len(pointers) == 0 {
+		return raw
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return json.RawMessage(`"` + redacted + `"`)
+	}
+	for _, ptr := range pointers {
+		segs := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
+		if ptr == "" {
+			return json.RawMessage(`"` + redacted + `"`)
+		}
+		for i := range segs {
+			segs[i] = strings.ReplaceAll(strings.ReplaceAll(segs[i], "~1", "/"), "~0", "~")
+		}
+		v = redactAt(v, segs)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return json.RawMessage(`"` + redacted + `"`)
+	}
+	return b
+}
+
+func redactAt(v any, segs []string) any {
+	if len(segs) == 0 {
+		return redacted
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for k, child := range x {
+			if segs[0] == "*" || segs[0] == k {
+				x[k] = redactAt(child, segs[1:])
+			}
+		}
+	case []any:
+		for i, child := range x {
+			if segs[0] == "*" || segs[0] == strconv.Itoa(i) {
+				x[i] = redactAt(child, segs[1:])
+			}
+		}
+	}
+	return v
+}

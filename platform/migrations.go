@@ -15,7 +15,7 @@ var migrationsFS embed.FS
 
 // Migrations are the platform's schema revisions under the names spec 2
 // lists (0001_boot, 0002_access, 0003_access_audit, ...) and those of its
-// packages (catalog: 0004_definitions; activation: 0005_activations; engine: 0006_runs), in
+// packages (catalog: 0004_definitions; activation: 0005_activations; engine: 0006_runs, 0010_incidents), in
 // version order. The platform owns
 // versions 1 to 99.
 func Migrations() []store.Migration {

@@ -349,7 +349,7 @@ func TestMigrationsAndBootstrap(t *testing.T) {
 		names = append(names, n)
 	}
 	rows.Close()
-	is.Equal(names, []string{"0001_boot", "0002_access", "0003_access_audit", "0004_definitions", "0005_activations", "0006_runs"})
+	is.Equal(names, []string{"0001_boot", "0002_access", "0003_access_audit", "0004_definitions", "0005_activations", "0006_runs", "0010_incidents"})
 	var n int
 	is.NoErr(h.d.DB.Reader().QueryRow(`SELECT count(*) FROM platform_tenants`).Scan(&n))
 	is.Equal(n, 1)

@@ -1,7 +1,8 @@
 // Package engine runs activated workflows durably on the deterministic
-// kernel (package kernel): the run routes under E/runs, the runs' stored
-// states, append-only events and timers (migration 0006_runs), and the
-// engine loop.
+// kernel (package kernel): the run routes under E/runs, the incident routes
+// (E/runs/{run}/incidents, E/incidents, resolution with receipts), the runs'
+// stored states, append-only events and timers (migration 0006_runs), the
+// incident index and receipts (0010_incidents), and the engine loop.
 //
 // Every event is stepped with Seq = state.Seq+1 and At = the server time;
 // the event, the new state, the run's pending timers and an inline-work
@@ -16,7 +17,7 @@
 // referenced action and decision-table artifacts.
 //
 // Out of this package's scope so far: tasks of other executors (http,
-// connector manifests, workers, agents), human tasks, child runs, signals,
-// incidents and schedules. A run that issues such a task keeps it in its
+// connector manifests, workers, agents), human tasks, child runs, signals
+// and schedules. A run that issues such a task keeps it in its
 // state (status running) until an executor reports its outcome.
 package engine

@@ -75,6 +75,7 @@ func TestInlineTask(t *testing.T) {
 func TestMigrations(t *testing.T) {
 	is := is.New(t)
 	m := Migrations()
-	is.Equal(len(m), 1)
+	is.Equal(len(m), 2)
 	is.Equal(m[0].Version, 6)
+	is.Equal(m[1].Version, 10)
 }

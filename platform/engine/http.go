@@ -31,7 +31,7 @@ const tagRuns = "Runs"
 // base is E/runs relative to api.Prefix.
 const base = "/tenants/{tenant}/projects/{project}/environments/{environment}/runs"
 
-// Register adds the run routes to a.
+// Register adds the run and incident routes to a.
 func (s *Service) Register(a *api.API, r *httprouter.Router) {
 	routes := []api.Route{
 		{Method: "POST", Path: base, Capability: auth.CapRunStart, Idempotency: api.PolicyRequired, Handler: s.start,
@@ -60,6 +60,7 @@ func (s *Service) Register(a *api.API, r *httprouter.Router) {
 	for _, rt := range routes {
 		a.Handle(r, rt)
 	}
+	s.registerIncidents(func(rt api.Route) { a.Handle(r, rt) })
 }
 
 // runPath is the canonical path of a run.

@@ -98,6 +98,9 @@ func (s *Service) apply(ctx context.Context, tx *sql.Tx, r *runRow, p *program, 
 	if err := saveStep(ctx, tx, r.ID, prev, st, e, effects, work); err != nil {
 		return nil, err
 	}
+	if err := indexIncidents(ctx, tx, r.ID, r.Environment, effects); err != nil {
+		return nil, err
+	}
 	r.State, r.UpdatedAt = st, e.At
 	return effects, nil
 }

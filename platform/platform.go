@@ -173,7 +173,7 @@ func New(ctx context.Context, d daemon.Deps, o Options) (*Service, error) {
 	if s.activate, err = activation.New(activation.Options{DB: d.DB, Logger: log, Now: now}); err != nil {
 		return nil, err
 	}
-	if s.engine, err = engine.New(engine.Options{DB: d.DB, Logger: log, Now: now}); err != nil {
+	if s.engine, err = engine.New(engine.Options{DB: d.DB, Logger: log, Now: now, Publisher: d.Broker}); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -349,7 +349,8 @@ func TestMigrationsAndBootstrap(t *testing.T) {
 		names = append(names, n)
 	}
 	rows.Close()
-	is.Equal(names, []string{"0001_boot", "0002_access", "0003_access_audit", "0004_definitions", "0005_activations", "0006_runs", "0010_incidents"})
+	is.Equal(names, []string{"0001_boot", "0002_access", "0003_access_audit", "0004_definitions", "0005_activations", "0006_runs", "0010_incidents",
+		"0012_worker_tasks", "0013_human_tasks", "0014_dispatches", "0017_outbox", "0025_run_lifecycle"})
 	var n int
 	is.NoErr(h.d.DB.Reader().QueryRow(`SELECT count(*) FROM platform_tenants`).Scan(&n))
 	is.Equal(n, 1)

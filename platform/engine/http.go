@@ -60,7 +60,12 @@ func (s *Service) Register(a *api.API, r *httprouter.Router) {
 	for _, rt := range routes {
 		a.Handle(r, rt)
 	}
-	s.registerIncidents(func(rt api.Route) { a.Handle(r, rt) })
+	add := func(rt api.Route) { a.Handle(r, rt) }
+	s.registerIncidents(add)
+	s.registerControl(add)
+	s.registerLists(add)
+	s.registerWorkers(add)
+	s.registerHumans(add)
 }
 
 // runPath is the canonical path of a run.

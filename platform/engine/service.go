@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -15,6 +16,7 @@ import (
 	"github.com/agentbridge/bridge/platform/api"
 	"github.com/agentbridge/bridge/platform/kernel"
 	"github.com/agentbridge/bridge/store"
+	"github.com/agentbridge/bridge/store/broker"
 )
 
 // Scheduler limits (spec 2, "Limits"): how often the loop looks for due
@@ -35,6 +37,12 @@ type Options struct {
 	Now func() time.Time
 	// NewID makes run ids (a time-ordered random UUID when nil).
 	NewID func() string
+	// Publisher receives the outbox's lifecycle events (nil: they are
+	// dropped).
+	Publisher broker.Publisher
+	// HTTPClient makes the http adapter's requests (nil: a client that
+	// follows no redirects and uses no proxy).
+	HTTPClient *http.Client
 }
 
 // Service runs workflows: it owns runs, their events and timers.
@@ -44,9 +52,19 @@ type Service struct {
 	now   func() time.Time
 	newID func() string
 	wake  chan struct{}
+	pub   broker.Publisher
+	http  *http.Client
 
 	mu       sync.Mutex
 	programs map[string]*program // by published version id
+	agents   AgentRunner
+	// inFlight holds the cancel functions of dispatched calls, by task id.
+	inFlight      map[string]context.CancelFunc
+	inFlightCount atomic.Int64
+	calls         sync.WaitGroup
+	// dispatchPending and outboxPending are hints that a turn has work for
+	// the dispatcher or the relay without querying.
+	dispatchPending, outboxPending atomic.Bool
 }
 
 // New builds the service.
@@ -63,8 +81,14 @@ func New(o Options) (*Service, error) {
 	if o.NewID == nil {
 		o.NewID = func() string { return uuid.Must(uuid.NewV7()).String() }
 	}
-	return &Service{db: o.DB, log: o.Logger, now: o.Now, newID: o.NewID, wake: make(chan struct{}, 1),
-		programs: map[string]*program{}}, nil
+	if o.HTTPClient == nil {
+		o.HTTPClient = defaultHTTPClient()
+	}
+	s := &Service{db: o.DB, log: o.Logger, now: o.Now, newID: o.NewID, wake: make(chan struct{}, 1),
+		pub: o.Publisher, http: o.HTTPClient, programs: map[string]*program{}, inFlight: map[string]context.CancelFunc{}}
+	s.dispatchPending.Store(true)
+	s.outboxPending.Store(true)
+	return s, nil
 }
 
 // timestamp is the clock's time at the stored precision (milliseconds).
@@ -79,11 +103,15 @@ func (s *Service) notify() {
 }
 
 // apply feeds e to run r with Seq = state.Seq+1 and At = now, and in tx
-// appends the event and stores the new state, its timers and whether
-// inline work is left. A refusal (*kernel.Error) writes nothing.
+// appends the event, stores the new state, its timers and whether work is
+// left for the loop (inline tasks, continue, held events), and performs the
+// effects durably (perform). A refusal (*kernel.Error) writes nothing.
 func (s *Service) apply(ctx context.Context, tx *sql.Tx, r *runRow, p *program, e kernel.Event) ([]kernel.Effect, error) {
 	prev := r.State.Seq
 	e.Seq, e.At = prev+1, s.timestamp()
+	if e.ID == "" {
+		e.ID = s.newID()
+	}
 	st, effects, err := kernel.Step(p.p, r.State, e)
 	if err != nil {
 		return nil, err
@@ -95,6 +123,13 @@ func (s *Service) apply(ctx context.Context, tx *sql.Tx, r *runRow, p *program, 
 			work = true
 		}
 	}
+	if !work {
+		held, err := hasInbox(ctx, tx, r.ID)
+		if err != nil {
+			return nil, err
+		}
+		work = held
+	}
 	if err := saveStep(ctx, tx, r.ID, prev, st, e, effects, work); err != nil {
 		return nil, err
 	}
@@ -102,12 +137,21 @@ func (s *Service) apply(ctx context.Context, tx *sql.Tx, r *runRow, p *program, 
 		return nil, err
 	}
 	r.State, r.UpdatedAt = st, e.At
+	if err := s.perform(ctx, tx, r, p, e, effects); err != nil {
+		return nil, err
+	}
 	return effects, nil
 }
 
-// Run drives runs until ctx is cancelled: inline work (built-in tasks,
-// continue) and due timers, woken by changes or every PollInterval.
+// Run drives runs until ctx is cancelled: held events, inline work
+// (built-in tasks, continue), due timers, dispatched calls and the outbox,
+// woken by changes or every PollInterval. It returns once in-flight calls
+// have stopped.
 func (s *Service) Run(ctx context.Context) {
+	defer s.calls.Wait()
+	if err := s.recoverDispatches(ctx); err != nil {
+		s.logErr(ctx, "recover dispatched calls", err)
+	}
 	t := time.NewTicker(PollInterval)
 	defer t.Stop()
 	for {
@@ -116,36 +160,78 @@ func (s *Service) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			s.dispatchPending.Store(true)
+			s.outboxPending.Store(true)
 		case <-s.wake:
 		}
 	}
 }
 
-// turn advances at most BatchSize runs with inline work and fires the
-// timers of at most BatchSize runs, earliest due first.
+// turn is one scheduler cycle. Each phase handles a bounded batch (spec 2,
+// "Limits"): runs with work, runs with due timers, pending dispatches,
+// recoverable leases and expired ready tasks, and the outbox; a phase
+// that filled its batch wakes the loop again at once.
 func (s *Service) turn(ctx context.Context) {
-	ids, err := idsWhere(ctx, s.db.Reader(), `SELECT id FROM platform_runs WHERE needs_work = 1 ORDER BY updated_at, id LIMIT ?`, BatchSize)
+	more := s.advance(ctx)
+	if s.dispatchPending.Swap(false) {
+		full, err := s.dispatch(ctx)
+		if err != nil {
+			s.logErr(ctx, "dispatch tasks", err)
+		}
+		if full {
+			s.dispatchPending.Store(true)
+			more = true
+		}
+	}
+	if n, err := s.recoverLeases(ctx); err != nil {
+		s.logErr(ctx, "recover worker leases", err)
+	} else if n == BatchSize {
+		more = true
+	}
+	if s.outboxPending.Swap(false) {
+		full, err := s.relay(ctx)
+		if err != nil {
+			s.outboxPending.Store(true)
+			s.logErr(ctx, "relay run events", err)
+		}
+		if full {
+			s.outboxPending.Store(true)
+			more = true
+		}
+	}
+	if more {
+		s.notify()
+	}
+}
+
+// advance drives at most BatchSize runs with work and fires the timers of
+// at most BatchSize runs, earliest due first. It answers whether either
+// batch was full.
+func (s *Service) advance(ctx context.Context) bool {
+	ids, err := idsWhere(ctx, s.db.Reader(), `SELECT id FROM platform_runs WHERE needs_work = 1 AND paused = 0 ORDER BY updated_at, id LIMIT ?`, BatchSize)
 	if err != nil {
 		s.logErr(ctx, "list runs with work", err)
-		return
+		return false
 	}
 	for _, id := range ids {
 		if err := s.drive(ctx, id); err != nil {
 			s.logErr(ctx, "advance run "+id, err)
 		}
 	}
+	more := len(ids) == BatchSize
 	now := s.timestamp()
-	ids, err = idsWhere(ctx, s.db.Reader(), `SELECT run_id FROM platform_run_timers WHERE due_at <= ?
-		GROUP BY run_id ORDER BY min(due_at), run_id LIMIT ?`, now.UnixMilli(), BatchSize)
+	ids, err = idsWhere(ctx, s.db.Reader(), `SELECT t.run_id FROM platform_run_timers t JOIN platform_runs r ON r.id = t.run_id
+		WHERE t.due_at <= ? AND r.paused = 0 GROUP BY t.run_id ORDER BY min(t.due_at), t.run_id LIMIT ?`, now.UnixMilli(), BatchSize)
 	if err != nil {
 		s.logErr(ctx, "list due timers", err)
-		return
+		return more
 	}
 	for _, id := range ids {
 		if err := s.fire(ctx, id); err != nil {
 			s.logErr(ctx, "fire timer of run "+id, err)
 		}
 	}
+	return more || len(ids) == BatchSize
 }
 
 func (s *Service) logErr(ctx context.Context, what string, err error) {
@@ -164,8 +250,9 @@ func (s *Service) load(ctx context.Context, tx *sql.Tx, id string) (runRow, *pro
 	return r, p, err
 }
 
-// drive completes a run's built-in tasks and feeds continue while its
-// needs_work flag is set, one event per transaction.
+// drive advances a run while its needs_work flag is set, one event per
+// transaction: first the events held in its inbox (oldest first), then
+// built-in tasks and continue. A paused run is left alone.
 func (s *Service) drive(ctx context.Context, id string) error {
 	for range maxInlineSteps {
 		more := false
@@ -178,23 +265,42 @@ func (s *Service) drive(ctx context.Context, id string) error {
 			if err := tx.QueryRowContext(ctx, `SELECT needs_work FROM platform_runs WHERE id = ?`, id).Scan(&work); err != nil {
 				return fmt.Errorf("engine: read work flag: %w", err)
 			}
-			if work == 0 {
+			if work == 0 || r.Paused {
 				return nil
 			}
-			e := kernel.Event{Kind: kernel.EventContinue}
-			if task, out, ok := p.inlineTask(&r.State); ok {
-				e = kernel.Event{Kind: kernel.EventTaskCompleted, TaskID: task, Output: out}
+			e, held, ok, err := nextHeld(ctx, tx, id)
+			if err != nil {
+				return err
 			}
-			if r.State.Status.Terminal() {
+			if ok {
+				if _, err := tx.ExecContext(ctx, `DELETE FROM platform_run_inbox WHERE id = ?`, held); err != nil {
+					return fmt.Errorf("engine: take held event: %w", err)
+				}
+			} else {
+				e = kernel.Event{Kind: kernel.EventContinue}
+				if task, out, ok := p.inlineTask(&r.State); ok {
+					e = kernel.Event{Kind: kernel.EventTaskCompleted, TaskID: task, Output: out}
+				}
+			}
+			if r.State.Status.Terminal() && !ok {
 				return clearWork(ctx, tx, id, r.State.Seq)
 			}
 			if _, err := s.apply(ctx, tx, &r, p, e); err != nil {
-				if kernel.ErrorCode(err) != "" {
-					// Refused (nothing to continue, a stale task): no work left.
-					s.log.Warn("engine: inline event refused", "run", id, "kind", e.Kind, "err", err)
-					return clearWork(ctx, tx, id, r.State.Seq)
+				if kernel.ErrorCode(err) == "" {
+					return err
 				}
-				return err
+				// Refused (a held event that no longer applies, nothing to
+				// continue, a stale task): dropped, with a note.
+				s.log.Debug("engine: event refused", "run", id, "kind", e.Kind, "err", err)
+				if err := writeLog(ctx, tx, id, logLine{At: s.timestamp(), Seq: r.State.Seq, Level: "warn", Type: "event_refused",
+					Message: fmt.Sprintf("%s refused: %v", e.Kind, err)}); err != nil {
+					return err
+				}
+				if ok {
+					more = true
+					return nil
+				}
+				return clearWork(ctx, tx, id, r.State.Seq)
 			}
 			more = true
 			return nil

@@ -31,22 +31,28 @@ type runRow struct {
 	CreatedAt, UpdatedAt                           time.Time
 	CreatedBy                                      string
 	PublishedVersionID                             string
+	// CallerRunID and CallerChildID link a child run to the workflow step
+	// that started it.
+	CallerRunID, CallerChildID *string
+	Paused, Test               bool
 }
 
 const runCols = `r.id, r.tenant_id, r.project_id, r.environment_id, r.activation_id, r.parent_run_id, r.state,
-	r.correlation_key, r.business_key, r.created_at, r.updated_at, r.created_by, a.published_version_id`
+	r.correlation_key, r.business_key, r.created_at, r.updated_at, r.created_by,
+	COALESCE(r.published_version_id, a.published_version_id), r.caller_run_id, r.caller_child_id, r.paused, r.test`
 
 const runFrom = ` FROM platform_runs r JOIN platform_activations a ON a.id = r.activation_id`
 
 func scanRun(sc interface{ Scan(...any) error }) (runRow, error) {
 	var r runRow
-	var parent, corr, biz sql.NullString
+	var parent, corr, biz, caller, callerChild sql.NullString
 	var state string
 	var created, updated int64
 	if err := sc.Scan(&r.ID, &r.Tenant, &r.Project, &r.Environment, &r.ActivationID, &parent, &state, &corr, &biz,
-		&created, &updated, &r.CreatedBy, &r.PublishedVersionID); err != nil {
+		&created, &updated, &r.CreatedBy, &r.PublishedVersionID, &caller, &callerChild, &r.Paused, &r.Test); err != nil {
 		return r, err
 	}
+	r.CallerRunID, r.CallerChildID = nullable(caller), nullable(callerChild)
 	if err := json.Unmarshal([]byte(state), &r.State); err != nil {
 		return r, fmt.Errorf("engine: stored state of run %s: %w", r.ID, err)
 	}
@@ -83,10 +89,11 @@ func getRun(ctx context.Context, q querier, env, id string) (runRow, error) {
 // insertRun stores a new run with its state (after its started event).
 func insertRun(ctx context.Context, tx *sql.Tx, r runRow) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO platform_runs(id, tenant_id, project_id, environment_id, activation_id, parent_run_id,
-		status, state, seq, needs_work, correlation_key, business_key, created_at, updated_at, created_by)
-		VALUES (?, ?, ?, ?, ?, ?, 'running', '{}', 1, 0, ?, ?, ?, ?, ?)`,
+		status, state, seq, needs_work, correlation_key, business_key, created_at, updated_at, created_by,
+		published_version_id, caller_run_id, caller_child_id, test)
+		VALUES (?, ?, ?, ?, ?, ?, 'running', '{}', 1, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.Tenant, r.Project, r.Environment, r.ActivationID, r.ParentRunID, r.CorrelationKey, r.BusinessKey,
-		r.CreatedAt.UnixMilli(), r.UpdatedAt.UnixMilli(), r.CreatedBy)
+		r.CreatedAt.UnixMilli(), r.UpdatedAt.UnixMilli(), r.CreatedBy, optional(r.PublishedVersionID), r.CallerRunID, r.CallerChildID, r.Test)
 	if err != nil {
 		return fmt.Errorf("engine: insert run: %w", err)
 	}
@@ -202,4 +209,31 @@ func listEvents(ctx context.Context, q querier, id string, after int64, limit in
 		return nil, fmt.Errorf("engine: list events: %w", err)
 	}
 	return out, nil
+}
+
+// hasInbox reports whether events are held for run id.
+func hasInbox(ctx context.Context, q querier, id string) (bool, error) {
+	var n int
+	if err := q.QueryRowContext(ctx, `SELECT EXISTS(SELECT 1 FROM platform_run_inbox WHERE run_id = ?)`, id).Scan(&n); err != nil {
+		return false, fmt.Errorf("engine: read inbox: %w", err)
+	}
+	return n == 1, nil
+}
+
+// nextHeld reads the oldest event held for run id and its row id.
+func nextHeld(ctx context.Context, q querier, id string) (kernel.Event, int64, bool, error) {
+	var e kernel.Event
+	var row int64
+	var raw string
+	err := q.QueryRowContext(ctx, `SELECT id, event FROM platform_run_inbox WHERE run_id = ? ORDER BY id LIMIT 1`, id).Scan(&row, &raw)
+	if errors.Is(err, sql.ErrNoRows) {
+		return e, 0, false, nil
+	}
+	if err != nil {
+		return e, 0, false, fmt.Errorf("engine: read inbox: %w", err)
+	}
+	if err := json.Unmarshal([]byte(raw), &e); err != nil {
+		return e, 0, false, fmt.Errorf("engine: held event of run %s: %w", id, err)
+	}
+	return e, row, true, nil
 }

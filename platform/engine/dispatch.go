@@ -1,0 +1,227 @@
+package engine
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentbridge/bridge/platform/kernel"
+)
+
+// Executors of dispatch rows.
+const (
+	executorHTTP        = "http"
+	executorAgent       = "agent"
+	executorUnavailable = "unavailable"
+)
+
+// Dispatch limits: tasks started per dispatcher turn and in flight at once.
+const (
+	dispatchBatch   = 64
+	maxInFlight     = 256
+	outcomeDeadline = 5 * time.Second
+)
+
+// outcome is how a dispatched call ended.
+type outcome struct {
+	// Output is the task output (completed).
+	Output json.RawMessage
+	// Err is set when the task failed; Retryable says whether the retry
+	// policy applies.
+	Err       *kernel.TaskError
+	Retryable bool
+	// Unknown: the call may or may not have taken effect.
+	Unknown bool
+	// Note is a log line about the call (method, url, status, duration).
+	Note string
+}
+
+// event is the kernel event reporting o for task id.
+func (o outcome) event(id string) kernel.Event {
+	switch {
+	case o.Unknown:
+		return kernel.Event{Kind: kernel.EventTaskOutcomeUnknown, TaskID: id}
+	case o.Err != nil:
+		return kernel.Event{Kind: kernel.EventTaskFailed, TaskID: id, Error: o.Err, Retryable: o.Retryable}
+	}
+	out := o.Output
+	if len(out) == 0 {
+		out = json.RawMessage("{}")
+	}
+	return kernel.Event{Kind: kernel.EventTaskCompleted, TaskID: id, Output: out}
+}
+
+// dispatchRow is a claimed dispatch.
+type dispatchRow struct {
+	TaskID, RunID, Executor string
+	Spec                    kernel.TaskSpec
+}
+
+// recoverDispatches runs once before the dispatcher: a dispatch marked
+// started by an earlier process has an unknown outcome. The kernel retries
+// a safe class and opens PF-TASK-AMBIGUOUS for an unsafe one.
+func (s *Service) recoverDispatches(ctx context.Context) error {
+	rows, err := idsWhere(ctx, s.db.Reader(), `SELECT task_id FROM platform_task_dispatches WHERE status = 'started'`)
+	if err != nil {
+		return err
+	}
+	for _, id := range rows {
+		if err := s.finish(ctx, id, outcome{Unknown: true, Note: "the daemon stopped while the call was in flight"}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dispatch starts up to dispatchBatch pending tasks of runs that are not
+// paused: each is marked started in one commit, then performed in a
+// goroutine. It answers whether a full batch was started.
+func (s *Service) dispatch(ctx context.Context) (bool, error) {
+	free := maxInFlight - int(s.inFlightCount.Load())
+	if free <= 0 {
+		return false, nil
+	}
+	var claimed []dispatchRow
+	err := s.db.Write(ctx, func(tx *sql.Tx) error {
+		claimed = claimed[:0]
+		rows, err := tx.QueryContext(ctx, `SELECT d.task_id, d.run_id, d.executor, d.spec FROM platform_task_dispatches d
+			JOIN platform_runs r ON r.id = d.run_id
+			WHERE d.status = 'pending' AND r.paused = 0 ORDER BY d.created_at, d.task_id LIMIT ?`, min(free, dispatchBatch))
+		if err != nil {
+			return fmt.Errorf("engine: list dispatches: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var d dispatchRow
+			var spec string
+			if err := rows.Scan(&d.TaskID, &d.RunID, &d.Executor, &spec); err != nil {
+				return fmt.Errorf("engine: list dispatches: %w", err)
+			}
+			if err := json.Unmarshal([]byte(spec), &d.Spec); err != nil {
+				return fmt.Errorf("engine: dispatch %s: %w", d.TaskID, err)
+			}
+			claimed = append(claimed, d)
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("engine: list dispatches: %w", err)
+		}
+		now := s.timestamp().UnixMilli()
+		for _, d := range claimed {
+			if _, err := tx.ExecContext(ctx, `UPDATE platform_task_dispatches SET status = 'started', started_at = ? WHERE task_id = ?`,
+				now, d.TaskID); err != nil {
+				return fmt.Errorf("engine: start dispatch: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	for _, d := range claimed {
+		callCtx, cancel := context.WithCancel(ctx)
+		if d.Spec.Deadline != nil {
+			callCtx, cancel = context.WithDeadline(ctx, *d.Spec.Deadline)
+		}
+		s.track(d.TaskID, cancel)
+		s.calls.Add(1)
+		go func() {
+			defer s.calls.Done()
+			defer s.untrack(d.TaskID)
+			o := s.perform1(callCtx, d)
+			if ctx.Err() != nil {
+				return // shutting down: the started row makes the outcome unknown on restart
+			}
+			fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), outcomeDeadline)
+			defer fcancel()
+			if err := s.finish(fctx, d.TaskID, o); err != nil {
+				s.logErr(ctx, "report task "+d.TaskID, err)
+			}
+		}()
+	}
+	return len(claimed) == dispatchBatch, nil
+}
+
+// perform1 performs one dispatched task with its executor.
+func (s *Service) perform1(ctx context.Context, d dispatchRow) outcome {
+	switch d.Executor {
+	case executorHTTP:
+		return s.performHTTP(ctx, &d.Spec)
+	case executorAgent:
+		return s.performAgent(ctx, d.RunID, &d.Spec)
+	}
+	return outcome{Err: &kernel.TaskError{Code: "EXECUTOR_UNAVAILABLE",
+		Message: fmt.Sprintf("no executor can perform %s here: only the built-in http, echo and noop adapters and worker queues are served", d.Spec.Ref)}}
+}
+
+// finish reports the outcome of dispatched task id: the dispatch row is
+// deleted and the event fed to the run in one transaction. A task that was
+// withdrawn meanwhile (cancelled, timed out) is ignored.
+func (s *Service) finish(ctx context.Context, id string, o outcome) error {
+	err := s.db.Write(ctx, func(tx *sql.Tx) error {
+		var run string
+		err := tx.QueryRowContext(ctx, `SELECT run_id FROM platform_task_dispatches WHERE task_id = ?`, id).Scan(&run)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("engine: read dispatch: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM platform_task_dispatches WHERE task_id = ?`, id); err != nil {
+			return fmt.Errorf("engine: delete dispatch: %w", err)
+		}
+		if o.Note != "" {
+			level := "info"
+			if o.Err != nil || o.Unknown {
+				level = "warn"
+			}
+			if err := writeLog(ctx, tx, run, logLine{At: s.timestamp(), Level: level, Type: "task_call", Message: o.Note,
+				Data: map[string]any{"task_id": id}}); err != nil {
+				return err
+			}
+		}
+		_, _, _, err = s.Deliver(ctx, tx, "", run, o.event(id))
+		if kernel.ErrorCode(err) != "" {
+			return writeLog(ctx, tx, run, logLine{At: s.timestamp(), Level: "warn", Type: "event_refused",
+				Message: fmt.Sprintf("outcome of task %s refused: %v", id, err)})
+		}
+		return err
+	})
+	if err == nil {
+		s.notify()
+	}
+	return err
+}
+
+// track remembers the cancel function of an in-flight call.
+func (s *Service) track(id string, cancel context.CancelFunc) {
+	s.mu.Lock()
+	s.inFlight[id] = cancel
+	s.mu.Unlock()
+	s.inFlightCount.Add(1)
+}
+
+func (s *Service) untrack(id string) {
+	s.mu.Lock()
+	cancel, ok := s.inFlight[id]
+	delete(s.inFlight, id)
+	s.mu.Unlock()
+	if ok {
+		cancel()
+		s.inFlightCount.Add(-1)
+	}
+}
+
+// cancelInFlight stops the call of task id, if one is in flight. Called in
+// the transaction that withdrew the task; the withdrawn row makes the late
+// outcome a no-op whether or not that transaction commits first.
+func (s *Service) cancelInFlight(id string) {
+	s.mu.Lock()
+	cancel, ok := s.inFlight[id]
+	s.mu.Unlock()
+	if ok {
+		cancel()
+	}
+}

@@ -1,0 +1,90 @@
+package engine
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentbridge/bridge/platform/kernel"
+)
+
+// logLine is one line of a run's log: a history fact or an engine note.
+type logLine struct {
+	At      time.Time
+	Seq     int64
+	Level   string // info (default), warn or error
+	Type    string
+	Node    string
+	Message string
+	Data    any
+}
+
+// writeLog appends a line to run id's log in tx.
+func writeLog(ctx context.Context, tx *sql.Tx, id string, l logLine) error {
+	if l.Level == "" {
+		l.Level = "info"
+	}
+	var data *string
+	if l.Data != nil {
+		raw, err := json.Marshal(l.Data)
+		if err != nil {
+			return fmt.Errorf("engine: encode log data: %w", err)
+		}
+		s := string(raw)
+		data = &s
+	}
+	var seq *int64
+	if l.Seq > 0 {
+		seq = &l.Seq
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO platform_run_logs(run_id, at, seq, level, type, node_id, message, data)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, id, l.At.UnixMilli(), seq, l.Level, l.Type, optional(l.Node), l.Message, data); err != nil {
+		return fmt.Errorf("engine: write run log: %w", err)
+	}
+	return nil
+}
+
+// logRecord writes a kernel history record as a log line.
+func logRecord(ctx context.Context, tx *sql.Tx, id string, r *kernel.Record) error {
+	if r == nil {
+		return nil
+	}
+	return writeLog(ctx, tx, id, logLine{At: r.ObservedAt, Seq: r.Seq, Level: recordLevel(r.Type), Type: r.Type,
+		Node: r.NodeID, Message: recordMessage(r), Data: r})
+}
+
+func recordLevel(t string) string {
+	switch t {
+	case kernel.RecordRunSuspended, kernel.RecordTimedOut:
+		return "warn"
+	}
+	return "info"
+}
+
+// recordMessage is a one-line human description of a record.
+func recordMessage(r *kernel.Record) string {
+	var b strings.Builder
+	b.WriteString(strings.ReplaceAll(r.Type, "_", " "))
+	if r.NodeID != "" {
+		b.WriteString(" " + r.NodeID)
+		if r.Instance != "" && r.Instance != r.NodeID {
+			b.WriteString(" (" + r.Instance + ")")
+		}
+	}
+	if r.Signal != "" {
+		b.WriteString(" signal " + r.Signal)
+	}
+	if r.Attempt > 0 {
+		fmt.Fprintf(&b, " attempt %d", r.Attempt)
+	}
+	if r.Deadline != nil {
+		b.WriteString(" deadline " + r.Deadline.UTC().Format(time.RFC3339Nano))
+	}
+	if r.Detail != "" {
+		b.WriteString(": " + r.Detail)
+	}
+	return b.String()
+}

@@ -63,6 +63,7 @@ type Run struct {
 	Activation       ActivationRef `json:"activation"`
 	EnvironmentID    string        `json:"environment_id" format:"uuid"`
 	Status           string        `json:"status" doc:"running, waiting, suspended, succeeded, failed, cancelled or timed_out"`
+	Paused           bool          `json:"paused" doc:"the run is paused (POST .../pause): it does not advance until resumed"`
 	State            RunState      `json:"state"`
 	AdmissionPolicy  string        `json:"admission_policy"`
 	ParentRunID      *string       `json:"parent_run_id" format:"uuid"`
@@ -100,7 +101,7 @@ func view(r runRow, p *program) Run {
 	}
 	sort.Slice(rs.Tasks, func(i, j int) bool { return rs.Tasks[i].ID < rs.Tasks[j].ID })
 	return Run{ID: r.ID, Activation: ActivationRef{ID: r.ActivationID}, EnvironmentID: r.Environment, Status: string(st.Status),
-		State: rs, AdmissionPolicy: AdmissionPolicy, ParentRunID: r.ParentRunID, CorrelationKey: r.CorrelationKey,
+		Paused: r.Paused && !st.Status.Terminal(), State: rs, AdmissionPolicy: AdmissionPolicy, ParentRunID: r.ParentRunID, CorrelationKey: r.CorrelationKey,
 		BusinessKey: r.BusinessKey, AcceptedSequence: st.Seq, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, CreatedBy: r.CreatedBy}
 }
 

@@ -1,0 +1,285 @@
+package platform_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/agentbridge/bridge/platform/engine"
+	"github.com/agentbridge/bridge/store/broker"
+)
+
+// Definitions of the control tests: a workflow that waits for a signal
+// (with a deadline), and a caller that runs acme/flow as a child.
+const (
+	approvalWorkflow = `kind: workflow
+id: acme/approval
+version: 1
+output:
+  type: object
+  properties:
+    approver: {type: string}
+steps:
+  - id: approval
+    signal: order.approved
+    schema:
+      type: object
+      required: [approver]
+      properties:
+        approver: {type: string}
+    deadline: 1h
+  - id: done
+    succeed:
+      result:
+        approver: =steps.approval.output.approver
+`
+	callerWorkflow = `kind: workflow
+id: acme/caller
+version: 1
+input:
+  type: object
+  required: [name]
+  properties:
+    name: {type: string}
+    mode: {type: string}
+    pause: {type: string}
+output:
+  type: object
+  properties:
+    greeting: {type: string}
+steps:
+  - id: child
+    workflow: acme/flow@1
+    with:
+      name: =input.name
+      mode: '=has(input.mode) ? input.mode : "plain"'
+      pause: '=has(input.pause) ? input.pause : "1s"'
+  - id: done
+    succeed:
+      result:
+        greeting: =steps.child.output.greeting
+`
+)
+
+func (h *harness) setupApproval(op string) string {
+	h.t.Helper()
+	wf := h.mustPublish(op, "workflows", approvalWorkflow, "approval-workflow").ID
+	return h.mustActivate(ePath(h), op, map[string]any{"published_version_id": wf}, "approval-activation", "").ID
+}
+
+func (h *harness) signalRun(tok, id string, body any, key string) resp {
+	h.t.Helper()
+	hdr := map[string]string{}
+	if key != "" {
+		hdr["Idempotency-Key"] = key
+	}
+	return h.do(req{method: "POST", path: ePath(h) + "/runs/" + id + "/signals", token: tok, body: body, hdr: hdr})
+}
+
+func (h *harness) pauseRun(tok, id, verb string, body any, key string) resp {
+	h.t.Helper()
+	hdr := map[string]string{}
+	if key != "" {
+		hdr["Idempotency-Key"] = key
+	}
+	return h.do(req{method: "POST", path: ePath(h) + "/runs/" + id + "/" + verb, token: tok, body: body, hdr: hdr})
+}
+
+func TestSignalDeliversAndValidates(t *testing.T) {
+	is := is.New(t)
+	h := newHarness(t)
+	op := h.localToken()
+	act := h.setupApproval(op)
+	run := h.mustStartRun(op, map[string]any{"activation_id": act}, "sig-1")
+	h.waitRun(op, run.ID, "waiting")
+	base := ePath(h) + "/runs/"
+
+	// Bad input changes nothing.
+	for _, body := range []any{
+		map[string]any{},
+		map[string]any{"name": ""},
+		map[string]any{"name": "   "},
+		map[string]any{"name": strings.Repeat("n", 201)},
+		map[string]any{"name": "order.approved", "extra": 1},
+		map[string]any{"name": "order.approved", "payload": map[string]any{"approver": 7}},
+		map[string]any{"name": "order.approved", "payload": map[string]any{}},
+	} {
+		h.problem(422, "PF-VALIDATION", h.signalRun(op, run.ID, body, ""))
+	}
+	h.problem(413, "PF-REQUEST-TOO-LARGE", h.signalRun(op, run.ID, map[string]any{"name": "order.approved", "payload": strings.Repeat("x", 1<<20)}, ""))
+	h.problem(404, "PF-NOT-FOUND", h.signalRun(op, "0194f3a0-0000-7000-8000-000000000000", map[string]any{"name": "x"}, ""))
+	h.problem(401, "PF-UNAUTHENTICATED", h.signalRun("", run.ID, map[string]any{"name": "x"}, ""))
+	_, viewer := h.user("viewer-sig", "viewer", h.localScope())
+	h.problem(403, "PF-FORBIDDEN", h.signalRun(viewer, run.ID, map[string]any{"name": "x"}, ""))
+	var cur engine.Run
+	h.must(200, h.get(base+run.ID, op), &cur)
+	is.Equal(cur.AcceptedSequence, run.AcceptedSequence) // nothing accepted
+
+	// A 200-character name passes the bound; the workflow declares no such
+	// signal.
+	p := h.problem(422, "PF-VALIDATION", h.signalRun(op, run.ID, map[string]any{"name": strings.Repeat("n", 200)}, ""))
+	is.True(strings.Contains(p.Message, "declares no signal"))
+
+	// The waiting step receives its signal; an idempotent replay answers
+	// the same acceptance.
+	body := map[string]any{"name": "order.approved", "payload": map[string]any{"approver": "ada"}}
+	var acc engine.SignalAccepted
+	h.must(202, h.signalRun(op, run.ID, body, "approve-1"), &acc)
+	is.Equal(acc.RunID, run.ID)
+	var again engine.SignalAccepted
+	h.must(202, h.signalRun(op, run.ID, body, "approve-1"), &again)
+	is.Equal(again, acc)
+	h.problem(409, "PF-IDEMPOTENCY-CONFLICT", h.signalRun(op, run.ID, map[string]any{"name": "order.approved", "payload": map[string]any{"approver": "bob"}}, "approve-1"))
+	done := h.waitRun(op, run.ID, "succeeded")
+	is.Equal(string(done.State.Output), `{"approver":"ada"}`)
+	kinds := historyKinds(h.runHistory(op, run.ID))
+	is.Equal(kinds[len(kinds)-1], "signal_received")
+	// An ended run accepts no signals.
+	h.problem(409, "PF-RUNTIME-STATE", h.signalRun(op, run.ID, body, ""))
+}
+
+func TestPauseHoldsEventsUntilResume(t *testing.T) {
+	is := is.New(t)
+	h := newHarness(t)
+	op := h.localToken()
+	act := h.setupApproval(op)
+	run := h.mustStartRun(op, map[string]any{"activation_id": act}, "pause-1")
+	h.waitRun(op, run.ID, "waiting")
+
+	h.problem(422, "PF-IDEMPOTENCY", h.pauseRun(op, run.ID, "pause", map[string]any{}, ""))
+	h.problem(422, "PF-VALIDATION", h.pauseRun(op, run.ID, "pause", map[string]any{"reason": strings.Repeat("r", 2001)}, "p-bad"))
+	h.problem(422, "PF-VALIDATION", h.pauseRun(op, run.ID, "pause", map[string]any{"why": "x"}, "p-bad2"))
+	_, viewer := h.user("viewer-pause", "viewer", h.localScope())
+	h.problem(403, "PF-FORBIDDEN", h.pauseRun(viewer, run.ID, "pause", map[string]any{}, "p-viewer"))
+
+	var paused engine.Run
+	h.must(200, h.pauseRun(op, run.ID, "pause", map[string]any{"reason": strings.Repeat("r", 2000)}, "p-1"), &paused)
+	is.True(paused.Paused)
+	// Pausing again changes nothing.
+	var twice engine.Run
+	h.must(200, h.pauseRun(op, run.ID, "pause", nil, "p-2"), &twice)
+	is.True(twice.Paused)
+	is.Equal(twice.AcceptedSequence, paused.AcceptedSequence)
+
+	var acc engine.SignalAccepted
+	h.must(202, h.signalRun(op, run.ID, map[string]any{"name": "order.approved", "payload": map[string]any{"approver": "ada"}}, ""), &acc)
+	is.True(acc.Held)
+	is.Equal(acc.AcceptedSequence, paused.AcceptedSequence)
+	// Held across a restart, and not applied while paused.
+	h.restart(true)
+	op = h.localToken()
+	time.Sleep(3 * engine.PollInterval)
+	var cur engine.Run
+	h.must(200, h.get(ePath(h)+"/runs/"+run.ID, op), &cur)
+	is.Equal(cur.Status, "waiting")
+	is.True(cur.Paused)
+
+	var resumed engine.Run
+	h.must(200, h.pauseRun(op, run.ID, "resume", map[string]any{}, "r-1"), &resumed)
+	is.True(!resumed.Paused)
+	done := h.waitRun(op, run.ID, "succeeded")
+	is.Equal(string(done.State.Output), `{"approver":"ada"}`)
+	h.problem(409, "PF-RUNTIME-STATE", h.pauseRun(op, run.ID, "pause", nil, "p-3"))
+	h.problem(409, "PF-RUNTIME-STATE", h.pauseRun(op, run.ID, "resume", nil, "r-2"))
+}
+
+func TestCancelPausedRun(t *testing.T) {
+	is := is.New(t)
+	h := newHarness(t)
+	op := h.localToken()
+	act := h.setupApproval(op)
+	run := h.mustStartRun(op, map[string]any{"activation_id": act}, "pc-1")
+	h.waitRun(op, run.ID, "waiting")
+	h.must(200, h.pauseRun(op, run.ID, "pause", nil, "pc-p"), nil)
+	var r engine.Run
+	h.must(200, h.cancelRun(op, run.ID, map[string]any{"reason": "not needed"}), &r)
+	is.Equal(r.Status, "cancelled")
+	is.True(!r.Paused)
+}
+
+func TestChildRunsReportToTheirCaller(t *testing.T) {
+	is := is.New(t)
+	h := newHarness(t)
+	op := h.localToken()
+	setupFlow(h)
+	wf := h.mustPublish(op, "workflows", callerWorkflow, "caller-workflow").ID
+	act := h.mustActivate(ePath(h), op, map[string]any{"published_version_id": wf}, "caller-activation", "").ID
+
+	run := h.mustStartRun(op, map[string]any{"activation_id": act, "input": map[string]any{"name": "ada"}}, "caller-1")
+	done := h.waitRun(op, run.ID, "succeeded")
+	is.Equal(string(done.State.Output), `{"greeting":"hello ada"}`)
+
+	// A failing child fails its caller's step, so the caller fails.
+	bad := h.mustStartRun(op, map[string]any{"activation_id": act, "input": map[string]any{"name": "ada", "mode": "fail"}}, "caller-2")
+	failed := h.waitRun(op, bad.ID, "failed")
+	is.True(failed.State.Error != nil)
+	is.Equal(failed.State.Error.Code, "ASKED_TO_FAIL")
+
+	// Cancelling the caller cancels a waiting child.
+	wait := h.mustStartRun(op, map[string]any{"activation_id": act, "input": map[string]any{"name": "ada", "mode": "wait", "pause": "1h"}}, "caller-3")
+	h.waitRun(op, wait.ID, "running")
+	var childID string
+	deadline := time.Now().Add(10 * time.Second)
+	for childID == "" {
+		is.NoErr(h.d.DB.Reader().QueryRow(`SELECT coalesce(max(id), '') FROM platform_runs WHERE caller_run_id = ?`, wait.ID).Scan(&childID))
+		if time.Now().After(deadline) {
+			t.Fatal("no child run")
+		}
+	}
+	h.waitRun(op, childID, "waiting")
+	h.must(200, h.cancelRun(op, wait.ID, map[string]any{"reason": "stop"}), nil)
+	h.waitRun(op, childID, "cancelled")
+}
+
+// TestOutboxPublishesLifecycleEvents: run lifecycle events reach the
+// broker through the outbox.
+func TestOutboxPublishesLifecycleEvents(t *testing.T) {
+	is := is.New(t)
+	h := newHarness(t)
+	op := h.localToken()
+	act := setupFlow(h)
+
+	var mu sync.Mutex
+	seen := map[string][]string{}
+	sub, err := h.d.Broker.Subscribe(context.Background(), "test-outbox", []string{engine.OutboxTopic}, func(_ context.Context, m broker.Message) error {
+		var ev engine.LifecycleEvent
+		if err := json.Unmarshal(m.Value, &ev); err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if m.Headers["event-type"] != ev.Type || m.Headers["event-id"] != ev.ID {
+			t.Errorf("headers %v do not match %+v", m.Headers, ev)
+		}
+		seen[ev.Run.ID] = append(seen[ev.Run.ID], ev.Type)
+		return nil
+	})
+	is.NoErr(err)
+	defer sub.Close()
+
+	ok := h.mustStartRun(op, map[string]any{"activation_id": act, "input": map[string]any{"name": "ada"}}, "ob-1")
+	bad := h.mustStartRun(op, map[string]any{"activation_id": act, "input": map[string]any{"name": "ada", "mode": "fail"}}, "ob-2")
+	h.waitRun(op, ok.ID, "succeeded")
+	h.waitRun(op, bad.ID, "failed")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		a, b := strings.Join(seen[ok.ID], ","), strings.Join(seen[bad.ID], ",")
+		mu.Unlock()
+		if a == "platform.run.started,platform.run.succeeded" && b == "platform.run.started,platform.run.failed" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("events: %q, %q", a, b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var n int
+	is.NoErr(h.d.DB.Reader().QueryRow(`SELECT count(*) FROM platform_outbox`).Scan(&n))
+	is.Equal(n, 0) // relayed and cleared
+}

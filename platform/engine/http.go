@@ -232,6 +232,9 @@ func (s *Service) startRun(c *api.Call, parent string) error {
 		if _, err := s.apply(ctx, tx, &run, p, kernel.Event{Kind: kernel.EventStarted, RunID: run.ID, Input: input}); err != nil {
 			return nil, refusal(err)
 		}
+		if err := s.inline(ctx, tx, &run); err != nil {
+			return nil, err
+		}
 		return &api.Result{Body: view(run, p), Revision: run.State.Seq, Location: runPath(sc, run.ID)}, nil
 	}, s.notify)
 }

@@ -26,7 +26,12 @@ const (
 	BatchSize    = 10
 	// maxInlineSteps bounds the events fed to one run in one turn; the rest
 	// waits for the next turn (needs_work stays set).
-	maxInlineSteps = 1000
+	maxInlineSteps = 1024
+	// eventsPerCommit bounds the events one transaction feeds one run.
+	eventsPerCommit = 32
+	// driveParallel runs are advanced at once, so their commits share
+	// fsyncs (group commit).
+	driveParallel = 4
 )
 
 // Options configures New.
@@ -213,11 +218,11 @@ func (s *Service) advance(ctx context.Context) bool {
 		s.logErr(ctx, "list runs with work", err)
 		return false
 	}
-	for _, id := range ids {
+	s.each(ids, func(id string) {
 		if err := s.drive(ctx, id); err != nil {
 			s.logErr(ctx, "advance run "+id, err)
 		}
-	}
+	})
 	more := len(ids) == BatchSize
 	now := s.timestamp()
 	ids, err = idsWhere(ctx, s.db.Reader(), `SELECT t.run_id FROM platform_run_timers t JOIN platform_runs r ON r.id = t.run_id
@@ -226,12 +231,29 @@ func (s *Service) advance(ctx context.Context) bool {
 		s.logErr(ctx, "list due timers", err)
 		return more
 	}
-	for _, id := range ids {
+	s.each(ids, func(id string) {
 		if err := s.fire(ctx, id); err != nil {
 			s.logErr(ctx, "fire timer of run "+id, err)
 		}
-	}
+	})
 	return more || len(ids) == BatchSize
+}
+
+// each calls f for every id, driveParallel at a time (distinct runs never
+// touch each other's rows, and the writer serializes transactions).
+func (s *Service) each(ids []string, f func(string)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, driveParallel)
+	for _, id := range ids {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			f(id)
+		}()
+	}
+	wg.Wait()
 }
 
 func (s *Service) logErr(ctx context.Context, what string, err error) {
@@ -250,59 +272,21 @@ func (s *Service) load(ctx context.Context, tx *sql.Tx, id string) (runRow, *pro
 	return r, p, err
 }
 
-// drive advances a run while its needs_work flag is set, one event per
-// transaction: first the events held in its inbox (oldest first), then
-// built-in tasks and continue. A paused run is left alone.
+// drive advances a run while its needs_work flag is set: first the events
+// held in its inbox (oldest first), then built-in tasks and continue. Up
+// to eventsPerCommit events share one transaction (each is still appended
+// with its own sequence number). A paused run is left alone.
 func (s *Service) drive(ctx context.Context, id string) error {
-	for range maxInlineSteps {
+	for range maxInlineSteps / eventsPerCommit {
 		more := false
 		err := s.db.Write(ctx, func(tx *sql.Tx) error {
-			r, p, err := s.load(ctx, tx, id)
-			if err != nil {
-				return err
-			}
-			var work int
-			if err := tx.QueryRowContext(ctx, `SELECT needs_work FROM platform_runs WHERE id = ?`, id).Scan(&work); err != nil {
-				return fmt.Errorf("engine: read work flag: %w", err)
-			}
-			if work == 0 || r.Paused {
-				return nil
-			}
-			e, held, ok, err := nextHeld(ctx, tx, id)
-			if err != nil {
-				return err
-			}
-			if ok {
-				if _, err := tx.ExecContext(ctx, `DELETE FROM platform_run_inbox WHERE id = ?`, held); err != nil {
-					return fmt.Errorf("engine: take held event: %w", err)
-				}
-			} else {
-				e = kernel.Event{Kind: kernel.EventContinue}
-				if task, out, ok := p.inlineTask(&r.State); ok {
-					e = kernel.Event{Kind: kernel.EventTaskCompleted, TaskID: task, Output: out}
-				}
-			}
-			if r.State.Status.Terminal() && !ok {
-				return clearWork(ctx, tx, id, r.State.Seq)
-			}
-			if _, err := s.apply(ctx, tx, &r, p, e); err != nil {
-				if kernel.ErrorCode(err) == "" {
+			more = false
+			for range eventsPerCommit {
+				var err error
+				if more, err = s.step1(ctx, tx, id); err != nil || !more {
 					return err
 				}
-				// Refused (a held event that no longer applies, nothing to
-				// continue, a stale task): dropped, with a note.
-				s.log.Debug("engine: event refused", "run", id, "kind", e.Kind, "err", err)
-				if err := writeLog(ctx, tx, id, logLine{At: s.timestamp(), Seq: r.State.Seq, Level: "warn", Type: "event_refused",
-					Message: fmt.Sprintf("%s refused: %v", e.Kind, err)}); err != nil {
-					return err
-				}
-				if ok {
-					more = true
-					return nil
-				}
-				return clearWork(ctx, tx, id, r.State.Seq)
 			}
-			more = true
 			return nil
 		})
 		if err != nil || !more {
@@ -310,6 +294,77 @@ func (s *Service) drive(ctx context.Context, id string) error {
 		}
 	}
 	return nil
+}
+
+// inline does up to eventsPerCommit events of r's inline work in tx (the
+// transaction that started it), so a run of built-in steps usually ends in
+// one commit; the loop does the rest. r is reloaded.
+func (s *Service) inline(ctx context.Context, tx *sql.Tx, r *runRow) error {
+	for range eventsPerCommit {
+		more, err := s.step1(ctx, tx, r.ID)
+		if err != nil {
+			return err
+		}
+		if !more {
+			break
+		}
+	}
+	fresh, err := getRun(ctx, tx, "", r.ID)
+	if err != nil {
+		return err
+	}
+	*r = fresh
+	return nil
+}
+
+// step1 feeds run id its next event of inline work in tx, and answers
+// whether there may be more.
+func (s *Service) step1(ctx context.Context, tx *sql.Tx, id string) (bool, error) {
+	r, p, err := s.load(ctx, tx, id)
+	if err != nil {
+		return false, err
+	}
+	var work int
+	if err := tx.QueryRowContext(ctx, `SELECT needs_work FROM platform_runs WHERE id = ?`, id).Scan(&work); err != nil {
+		return false, fmt.Errorf("engine: read work flag: %w", err)
+	}
+	if work == 0 || r.Paused {
+		return false, nil
+	}
+	e, held, ok, err := nextHeld(ctx, tx, id)
+	if err != nil {
+		return false, err
+	}
+	if ok {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM platform_run_inbox WHERE id = ?`, held); err != nil {
+			return false, fmt.Errorf("engine: take held event: %w", err)
+		}
+	} else {
+		if r.State.Status.Terminal() {
+			return false, clearWork(ctx, tx, id, r.State.Seq)
+		}
+		e = kernel.Event{Kind: kernel.EventContinue}
+		if task, out, found := p.inlineTask(&r.State); found {
+			e = kernel.Event{Kind: kernel.EventTaskCompleted, TaskID: task, Output: out}
+		}
+	}
+	if _, err := s.apply(ctx, tx, &r, p, e); err != nil {
+		if kernel.ErrorCode(err) == "" {
+			return false, err
+		}
+		// Refused (a held event that no longer applies, nothing to
+		// continue, a stale task): dropped, with a note.
+		s.log.Debug("engine: event refused", "run", id, "kind", e.Kind, "err", err)
+		if err := writeLog(ctx, tx, id, logLine{At: s.timestamp(), Seq: r.State.Seq, Level: "warn", Type: "event_refused",
+			Message: fmt.Sprintf("%s refused: %v", e.Kind, err)}); err != nil {
+			return false, err
+		}
+		if ok {
+			return true, nil
+		}
+		return false, clearWork(ctx, tx, id, r.State.Seq)
+	}
+	return true, nil
 }
 
 // fire feeds timer_fired for the run's first due timer in DueOrder; the

@@ -241,6 +241,15 @@ type req struct {
 
 func (h *harness) do(r req) resp {
 	h.t.Helper()
+	out, err := h.doRaw(r)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return out
+}
+
+// doRaw is do answering transport errors.
+func (h *harness) doRaw(r req) (resp, error) {
 	var rd io.Reader
 	switch b := r.body.(type) {
 	case nil:
@@ -254,7 +263,7 @@ func (h *harness) do(r req) resp {
 	}
 	hr, err := http.NewRequest(r.method, h.base+r.path, rd)
 	if err != nil {
-		h.t.Fatal(err)
+		return resp{}, err
 	}
 	if r.token != "" {
 		hr.Header.Set("Authorization", "Bearer "+r.token)
@@ -274,11 +283,14 @@ func (h *harness) do(r req) resp {
 	}
 	res, err := h.hc.Do(hr)
 	if err != nil {
-		h.t.Fatal(err)
+		return resp{}, err
 	}
 	defer res.Body.Close()
-	body, _ := io.ReadAll(res.Body)
-	return resp{status: res.StatusCode, header: res.Header, body: body}
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		return resp{}, err
+	}
+	return resp{status: res.StatusCode, header: res.Header, body: body}, nil
 }
 
 func (h *harness) get(path, token string) resp {

@@ -1,0 +1,109 @@
+package kernel
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	"cel.dev/cel-go/cel"
+
+	"github.com/agentbridge/bridge/platform/lang"
+)
+
+// This file serves executors outside the kernel: they evaluate the
+// configuration of a task's binding and shape task outputs the way the
+// kernel will accept them, with the kernel's own expression evaluator and
+// schemas.
+
+// configEnv is the expression environment of binding configurations: the
+// variables input and connection, declared dyn (the compiler proved the
+// types against the action's input schema).
+var configEnv = sync.OnceValues(func() (*cel.Env, error) {
+	opts := append(lang.ExprEnvOptions(),
+		cel.Variable("input", cel.DynType),
+		cel.Variable("connection", cel.DynType))
+	return cel.NewEnv(opts...)
+})
+
+// EvalBindingConfig evaluates the config template of an adapter or
+// connector binding (TaskSpec.Binding) for one task: its expressions see
+// input (the task input, TaskSpec.Input) and connection (the bound
+// connection's settings, JSON values). It answers the configuration as
+// typed canonical JSON, or "null" when the binding has no config. An
+// expression that fails (a missing field, the cost limit) is an error
+// naming the expression.
+func EvalBindingConfig(binding, input json.RawMessage, connection map[string]any) (json.RawMessage, error) {
+	var b struct {
+		Config json.RawMessage `json:"config"`
+	}
+	if err := json.Unmarshal(binding, &b); err != nil {
+		return nil, fmt.Errorf("binding: %w", err)
+	}
+	env, err := configEnv()
+	if err != nil {
+		return nil, fmt.Errorf("expression environment: %w", err)
+	}
+	c := &exprCompiler{env: env, cache: map[string]*expr{}}
+	t, err := c.decodeTemplate(b.Config)
+	if err != nil {
+		return nil, fmt.Errorf("binding config: %w", err)
+	}
+	if t == nil {
+		return nullJSON, nil
+	}
+	conn, err := fromGo(connection, 0)
+	if err != nil {
+		return nil, fmt.Errorf("connection settings: %w", err)
+	}
+	if connection == nil {
+		conn = map[string]any{}
+	}
+	in := decodeCEL(input)
+	if len(input) == 0 {
+		in = toCEL(map[string]any{})
+	}
+	v, err := t.eval(map[string]any{"input": in, "connection": toCEL(conn)})
+	if err != nil {
+		return nil, err
+	}
+	return encodeValue(v)
+}
+
+// OutputProperties describes the pinned output schema of the action step
+// node: whether the step has one, and the names of the top-level
+// properties it declares (sorted; after following $ref). An unknown node
+// has none.
+func (p *Program) OutputProperties(node string) (names []string, declared bool) {
+	n := p.node(node)
+	if n == nil || n.output == nil {
+		return nil, false
+	}
+	r := n.output.set.resolve(n.output.root())
+	m, _ := r.v.(map[string]any)
+	props, _ := m["properties"].(map[string]any)
+	for k := range props {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names, true
+}
+
+// CheckTaskOutput answers the refusal task_completed with output would get
+// for a task of the action step node: nil when the kernel accepts it, else
+// an *Error with CodeValidation (the output is not JSON, is over
+// MaxValueBytes or does not match the pinned output schema).
+func (p *Program) CheckTaskOutput(node string, output json.RawMessage) error {
+	n := p.node(node)
+	if n == nil {
+		return refuse(CodeValidation, "no step %q", node)
+	}
+	m := &machine{p: p}
+	_, err := m.externalOutput(output, n.output, CodeValidation)
+	var ke *Error
+	if err != nil && !errors.As(err, &ke) {
+		return refuseWrap(CodeValidation, err, "output")
+	}
+	return err
+}

@@ -77,6 +77,8 @@ func TestHeadForEveryGet(t *testing.T) {
 	// A settled run answers GET and HEAD alike (the echo output has no tier,
 	// so the decision step fails the run).
 	h.waitRun(op, run.ID, "failed")
+	_, task := h.humanTaskOf(op, h.setupReview(op), "seed-human", map[string]any{"orderId": "o-1"})
+	ids["human-tasks"] = task.ID
 	n := 0
 	for _, rt := range h.svc.API().Routes() {
 		if rt.Method != http.MethodGet {

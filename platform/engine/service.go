@@ -177,8 +177,10 @@ func (s *Service) Run(ctx context.Context) {
 // recoverable leases and expired ready tasks, and the outbox; a phase
 // that filled its batch wakes the loop again at once.
 func (s *Service) turn(ctx context.Context) {
-	more := s.advance(ctx)
+	var more bool
+	phase(ctx, func(ctx context.Context) { more = s.advance(ctx) })
 	if s.dispatchPending.Swap(false) {
+		// Not a phase: the dispatched calls outlive the turn.
 		full, err := s.dispatch(ctx)
 		if err != nil {
 			s.logErr(ctx, "dispatch tasks", err)
@@ -188,25 +190,39 @@ func (s *Service) turn(ctx context.Context) {
 			more = true
 		}
 	}
-	if n, err := s.recoverLeases(ctx); err != nil {
-		s.logErr(ctx, "recover worker leases", err)
-	} else if n == BatchSize {
-		more = true
-	}
-	if s.outboxPending.Swap(false) {
-		full, err := s.relay(ctx)
-		if err != nil {
-			s.outboxPending.Store(true)
-			s.logErr(ctx, "relay run events", err)
-		}
-		if full {
-			s.outboxPending.Store(true)
+	phase(ctx, func(ctx context.Context) {
+		if n, err := s.recoverLeases(ctx); err != nil {
+			s.logErr(ctx, "recover worker leases", err)
+		} else if n == BatchSize {
 			more = true
 		}
+	})
+	if s.outboxPending.Swap(false) {
+		phase(ctx, func(ctx context.Context) {
+			full, err := s.relay(ctx)
+			if err != nil {
+				s.outboxPending.Store(true)
+				s.logErr(ctx, "relay run events", err)
+			}
+			if full {
+				s.outboxPending.Store(true)
+				more = true
+			}
+		})
 	}
 	if more {
 		s.notify()
 	}
+}
+
+// PhaseLimit bounds one phase of a scheduler turn (spec 2, "Limits"); work
+// left when it expires waits for the next turn, its transaction rolled back.
+const PhaseLimit = 5 * time.Second
+
+func phase(ctx context.Context, f func(context.Context)) {
+	ctx, cancel := context.WithTimeout(ctx, PhaseLimit)
+	defer cancel()
+	f(ctx)
 }
 
 // advance drives at most BatchSize runs with work and fires the timers of

@@ -335,6 +335,12 @@ func TestSigkillRunsReachTheirFinalState(t *testing.T) {
 		if run.Status != "succeeded" || string(run.State.Output) != want {
 			t.Errorf("run %d (%s): %s %s, want succeeded %s", i, id, run.Status, run.State.Output, want)
 		}
+		// The recorded history reproduces the stored state.
+		var rep engine.ReplayReport
+		c.do(req{method: "GET", path: e + "/runs/" + id + "/replay", token: op}).json(t, &rep)
+		if rep.Verdict != "consistent" {
+			t.Errorf("run %d (%s): replay %+v", i, id, rep)
+		}
 	}
 	t.Logf("%d kills, %d incidents resolved, %d charges performed", killed.Load(), len(resolved), len(executed))
 	if killed.Load() == 0 {

@@ -2,6 +2,7 @@ package platform_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"strings"
 	"sync"
@@ -139,6 +140,18 @@ func TestSignalDeliversAndValidates(t *testing.T) {
 	is.Equal(string(done.State.Output), `{"approver":"ada"}`)
 	kinds := historyKinds(h.runHistory(op, run.ID))
 	is.Equal(kinds[len(kinds)-1], "signal_received")
+	var rep engine.ReplayReport
+	h.must(200, h.get(base+run.ID+"/replay", op), &rep)
+	is.Equal(rep.Verdict, "consistent")
+	is.Equal(rep.Events, len(kinds))
+	h.problem(404, "PF-NOT-FOUND", h.get(base+"0194f3a0-0000-7000-8000-000000000000/replay", op))
+	// A tampered state no longer matches its history.
+	is.NoErr(h.d.DB.Write(context.Background(), func(tx *sql.Tx) error {
+		_, err := tx.Exec(`UPDATE platform_runs SET state = json_set(state, '$.vars.tampered', 1) WHERE id = ?`, run.ID)
+		return err
+	}))
+	h.must(200, h.get(base+run.ID+"/replay", op), &rep)
+	is.Equal(rep.Verdict, "inconsistent")
 	// An ended run accepts no signals.
 	h.problem(409, "PF-RUNTIME-STATE", h.signalRun(op, run.ID, body, ""))
 }

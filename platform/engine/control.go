@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"unicode/utf8"
@@ -43,8 +44,14 @@ type PauseRequest struct {
 	Reason string `json:"reason,omitempty" doc:"at most 2000 characters"`
 }
 
-// registerControl adds signals, pause and resume.
+// registerControl adds signals, pause, resume and replay.
 func (s *Service) registerControl(add func(api.Route)) {
+	add(api.Route{Method: "GET", Path: base + "/{run}/replay", Capability: auth.CapRunRead, Handler: s.replay,
+		OperationID: "replayRun", Tag: tagRuns, Summary: "Replay a run's history",
+		Description: "Feeds the run's recorded events to the kernel again, from an empty state, and compares the result with the " +
+			"stored state: consistent, inconsistent (an event refused, out of order, or a different state) or incomplete " +
+			"(events missing). It uses recorded facts only.",
+		Response: ReplayReport{}})
 	add(api.Route{Method: "POST", Path: base + "/{run}/signals", Capability: auth.CapRunSignal, Idempotency: api.PolicyOptional,
 		Handler: s.signal, OperationID: "signalRun", Tag: tagRuns, Summary: "Send a signal to a run", Status: http.StatusAccepted,
 		Description: "Accepts a named signal for a run that has not ended. The signal step waiting longest for that name receives it; " +
@@ -64,6 +71,47 @@ func (s *Service) registerControl(add func(api.Route)) {
 		Description: "Applies the held events in arrival order, then timers that fell due meanwhile (late, at the resume time) and " +
 			"pending dispatches. Resuming a run that is not paused answers it unchanged; an ended run answers 409 PF-RUNTIME-STATE.",
 		Request: PauseRequest{}, Response: Run{}, ETag: true})
+}
+
+// ReplayReport answers GET E/runs/{run}/replay.
+type ReplayReport struct {
+	RunID   string `json:"run_id" format:"uuid"`
+	Verdict string `json:"verdict" doc:"consistent, inconsistent or incomplete"`
+	// Seq is the last event replayed, or the first one that disagreed.
+	Seq    int64  `json:"seq"`
+	Events int    `json:"events" doc:"the recorded events fed to the kernel"`
+	Detail string `json:"detail,omitempty" doc:"what disagreed, or what is missing"`
+}
+
+// replay serves GET E/runs/{run}/replay: the run's recorded events are fed
+// to the kernel again from an empty state and the result compared with
+// the stored state, from recorded facts only (no clock, no I/O).
+func (s *Service) replay(c *api.Call) error {
+	q := s.db.Reader()
+	r, p, err := s.read(c, q)
+	if err != nil {
+		return err
+	}
+	var history []kernel.Event
+	for after := int64(0); ; {
+		rows, err := listEvents(c.Context(), q, r.ID, after, 1000)
+		if err != nil {
+			return err
+		}
+		for _, row := range rows {
+			var e kernel.Event
+			if err := json.Unmarshal(row.Payload, &e); err != nil {
+				return fmt.Errorf("engine: stored event %d of run %s: %w", row.Seq, r.ID, err)
+			}
+			history = append(history, e)
+			after = row.Seq
+		}
+		if len(rows) < 1000 {
+			break
+		}
+	}
+	res := kernel.Replay(p.p, history, r.State)
+	return c.OK(ReplayReport{RunID: r.ID, Verdict: string(res.Verdict), Seq: res.Seq, Events: len(history), Detail: res.Detail})
 }
 
 // signal serves POST E/runs/{run}/signals.

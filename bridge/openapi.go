@@ -55,6 +55,10 @@ var docs = map[string]opDoc{
 	"POST /v1/bridge/jobs/{id}/messages":    {summary: "Continue the conversation", params: []map[string]any{idemHeader}, body: ref("MessageRequest"), success: "202", response: "MessageAccepted"},
 	"GET /v1/bridge/events": {summary: "Server-sent events of this client's jobs", params: []map[string]any{{"name": "Last-Event-ID", "in": "header", "required": false, "schema": map[string]any{"type": "integer", "minimum": 0}, "description": "resume after this id; 409 cursor_expired when older than the retained events"}},
 		success: "200"},
+	"POST /v1/bridge/workflow-runs": {summary: "Start a run of a workflow published and active in the local project (202); 422 unknown_template, template_not_active or invalid_inputs; 503 workflows_unavailable without the platform",
+		params: []map[string]any{idemHeader}, body: ref("WorkflowRunRequest"), success: "202", response: "WorkflowRun"},
+	"GET /v1/bridge/workflow-runs":             {summary: "This client's workflow runs, newest first (at most 200)", success: "200", response: "WorkflowRunList"},
+	"GET /v1/bridge/workflow-runs/{id}":        {summary: "One workflow run, read from the platform's run", success: "200", response: "WorkflowRun"},
 	"POST /v1/bridge/admin/tokens":             {summary: "Create a client token (owner token only); the token is shown once", body: ref("TokenRequest"), success: "201", response: "IssuedToken"},
 	"GET /v1/bridge/admin/tokens":              {summary: "List issued tokens without their secrets (owner token only)", success: "200", response: "TokenList"},
 	"DELETE /v1/bridge/admin/clients/{client}": {summary: "Revoke every token of a client; closes its streams and waiters (owner token only)", params: []map[string]any{{"name": "client", "in": "path", "required": true, "schema": map[string]any{"type": "string", "pattern": clientIDPattern.String()}}}, success: "200", response: "Revocation"},
@@ -130,10 +134,11 @@ func (s *Service) openAPI() map[string]any {
 	states := []string{string(StateQueued), string(StateRunning), string(StatePaused), string(StateSucceeded), string(StateFailed), string(StateCancelled), string(StateInterrupted)}
 	jobErr := schemaObj(map[string]any{"code": str, "message": str}, "code", "message")
 	usage := schemaObj(map[string]any{"inputTokens": integer, "outputTokens": integer, "cacheReadTokens": integer, "cacheWriteTokens": integer, "reasoningTokens": integer, "costUsd": map[string]any{"type": "number"}})
-	codes := []string{CodeUnauthorized, CodeInsufficientScope, CodeProfileNotAllowed, CodeOwnerOnly, CodeHostNotAllowed, CodeNotFound, CodeInvalidRequest, CodeInvalidParameter, CodeUnknownProfile, CodeUnsupportedMedia, CodeBodyTooLarge, CodeInvalidTransition, CodeIdempotencyConflict, CodeCursorExpired, CodeInternal}
+	codes := []string{CodeUnauthorized, CodeInsufficientScope, CodeProfileNotAllowed, CodeOwnerOnly, CodeHostNotAllowed, CodeNotFound, CodeInvalidRequest, CodeInvalidParameter, CodeUnknownProfile, CodeUnsupportedMedia, CodeBodyTooLarge, CodeInvalidTransition, CodeIdempotencyConflict, CodeCursorExpired, CodeInternal,
+		CodeUnknownTemplate, CodeTemplateNotActive, CodeInvalidInputs, CodeWorkflowsUnavailable}
 	return map[string]any{
 		"openapi": "3.1.0",
-		"info":    map[string]any{"title": "Agent Bridge API", "version": apiVersion, "description": "Agent jobs, messages, audit, tool observations, events and tokens of the local agent bridge."},
+		"info":    map[string]any{"title": "Agent Bridge API", "version": apiVersion, "description": "Agent jobs, messages, audit, tool observations, events, workflow runs and tokens of the local agent bridge."},
 		"servers": []any{map[string]any{"url": "http://127.0.0.1:8766"}},
 		"paths":   paths,
 		"components": map[string]any{
@@ -144,7 +149,7 @@ func (s *Service) openAPI() map[string]any {
 					"profile": map[string]any{"type": "string", "default": "default"}, "prompt": map[string]any{"type": "string", "minLength": 1, "maxLength": maxTextChars},
 					"workDir":  map[string]any{"type": "string", "maxLength": maxWorkDir, "description": "an existing absolute directory"},
 					"metadata": map[string]any{"type": "object", "maxProperties": maxMetaEntries, "additionalProperties": map[string]any{"type": "string", "maxLength": maxMetaValue}}}},
-				"Job": schemaObj(map[string]any{"id": map[string]any{"type": "string", "format": "uuid"}, "client": str, "profile": str, "provider": str, "source": map[string]any{"type": "string", "enum": []string{"api", "chat"}},
+				"Job": schemaObj(map[string]any{"id": map[string]any{"type": "string", "format": "uuid"}, "client": str, "profile": str, "provider": str, "source": map[string]any{"type": "string", "enum": []string{"api", "chat", SourceWorkflow}},
 					"state": map[string]any{"type": "string", "enum": states}, "prompt": str, "workDir": str, "metadata": map[string]any{"type": "object", "additionalProperties": str},
 					"attempt": integer, "sessionId": str, "lastError": map[string]any{"oneOf": []any{jobErr, map[string]any{"type": "null"}}}, "usage": usage,
 					"createdAt": dt, "updatedAt": dt, "startedAt": dt, "finishedAt": dt}, "id", "client", "profile", "state", "attempt"),
@@ -162,6 +167,18 @@ func (s *Service) openAPI() map[string]any {
 				"TokenRequest":    map[string]any{"type": "object", "additionalProperties": false, "required": []string{"id", "profiles", "scopes"}, "properties": map[string]any{"id": map[string]any{"type": "string", "pattern": clientIDPattern.String()}, "profiles": arrayOf(str), "scopes": arrayOf(map[string]any{"type": "string", "enum": AllScopes})}},
 				"IssuedToken":     schemaObj(map[string]any{"token": str, "tokenId": str, "client": str, "profiles": arrayOf(str), "scopes": arrayOf(str), "createdAt": dt}, "token"),
 				"TokenList":       schemaObj(map[string]any{"tokens": arrayOf(schemaObj(map[string]any{"tokenId": str, "client": str, "profiles": arrayOf(str), "scopes": arrayOf(str), "createdAt": dt, "revokedAt": dt}))}),
+				"WorkflowRunRequest": map[string]any{"type": "object", "additionalProperties": false, "required": []string{"templateId", "inputs"}, "properties": map[string]any{
+					"templateId": map[string]any{"type": "string", "minLength": 1, "maxLength": maxTemplateID, "description": "a workflow id published in the local project, optionally with @version"},
+					"inputs":     map[string]any{"type": "object", "maxProperties": maxWorkflowInputs, "additionalProperties": str, "description": "the run input; every value is a string"}}},
+				"WorkflowRun": schemaObj(map[string]any{"id": map[string]any{"type": "string", "format": "uuid"}, "client": str, "templateId": str,
+					"workflow": map[string]any{"type": "string", "description": "id@version of the published workflow the run runs"},
+					"status":   map[string]any{"type": "string", "description": "the platform run's status: running, waiting, suspended, succeeded, failed, cancelled, timed_out (unknown when the platform run is gone)"},
+					"inputs":   map[string]any{"type": "object", "description": "the run input as the platform holds it (activation defaults filled in, secret values redacted)"},
+					"output":   anyJSON, "error": map[string]any{"oneOf": []any{jobErr, map[string]any{"type": "null"}}}, "createdAt": dt, "updatedAt": dt,
+					"platformRunId": map[string]any{"type": "string", "format": "uuid"},
+					"links":         schemaObj(map[string]any{"platformRun": map[string]any{"type": "string", "description": "the run's path on the services listener (platform API, platform token)"}})},
+					"id", "client", "templateId", "workflow", "status", "inputs", "output", "error", "platformRunId"),
+				"WorkflowRunList": schemaObj(map[string]any{"workflowRuns": arrayOf(ref("WorkflowRun")), "hasMore": boolean}, "workflowRuns", "hasMore"),
 				"Revocation":      schemaObj(map[string]any{"client": str, "revokedTokens": integer, "closedStreams": integer}),
 			},
 		},

@@ -4,7 +4,11 @@
 package wire
 
 import (
+	"context"
+	"database/sql"
 	"errors"
+	"strconv"
+	"strings"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -28,14 +32,26 @@ func Migrations() []store.Migration {
 	return all
 }
 
-// Subsystems returns the factories of every subsystem, in start order.
+// Subsystems returns the factories of every subsystem, in start order. The
+// bridge is built first and the platform last; the platform's factory then
+// links the two (see link).
 func Subsystems(o BridgeOptions) []daemon.Factory {
-	return []daemon.Factory{bridgeFactory(o), ingestFactory, callbacksFactory, platform.Factory(platform.Options{})}
+	l := &link{}
+	subs := []daemon.Factory{l.bridgeFactory(o), ingestFactory, callbacksFactory}
+	if !o.WithoutPlatform {
+		subs = append(subs, l.platformFactory(platform.Options{}))
+	}
+	return subs
 }
 
 // BridgeOptions lets tests point the bridge at a fake agent.
 type BridgeOptions struct {
 	LookPath func(string) (string, error)
+	// Built, when set, is handed the bridge service once it is built.
+	Built func(*bridge.Service)
+	// WithoutPlatform leaves the platform subsystem out: the bridge's
+	// workflow-run routes answer 503 workflows_unavailable.
+	WithoutPlatform bool
 }
 
 // Options completes daemon options with the subsystems and migrations.
@@ -50,17 +66,34 @@ func OptionsWith(o daemon.Options, b BridgeOptions) daemon.Options {
 	return o
 }
 
-// bridgeSub owns the bridge's event ring beside the service.
+// bridgeSub owns the bridge's event ring and workflow-run routes beside the
+// service.
 type bridgeSub struct {
 	*bridge.Service
 	ring *ring.Ring
+	runs *bridge.WorkflowRuns
+}
+
+// Routes adds the workflow-run routes to the bridge's own; until the
+// platform is linked they answer 503.
+func (b *bridgeSub) Routes(br, services *httprouter.Router) {
+	b.Service.Routes(br, services)
+	b.runs.Routes(br)
 }
 
 func (b *bridgeSub) Close() error {
+	b.runs.Bind(nil)
 	return errors.Join(b.Service.Close(), b.ring.Close())
 }
 
-func bridgeFactory(o BridgeOptions) daemon.Factory {
+// link connects the bridge and the platform once both are built (the
+// bridge's factory runs first): the bridge's workflow runs start and read
+// platform runs, and the platform's agent steps run as bridge jobs.
+type link struct {
+	bridge *bridgeSub
+}
+
+func (l *link) bridgeFactory(o BridgeOptions) daemon.Factory {
 	return func(d daemon.Deps) (daemon.Subsystem, error) {
 		r, err := ring.Open(d.Bolt, "bridge", d.EventsCapacity)
 		if err != nil {
@@ -71,8 +104,86 @@ func bridgeFactory(o BridgeOptions) daemon.Factory {
 			r.Close()
 			return nil, err
 		}
-		return &bridgeSub{Service: svc, ring: r}, nil
+		l.bridge = &bridgeSub{Service: svc, ring: r, runs: svc.WorkflowRuns()}
+		if o.Built != nil {
+			o.Built(svc)
+		}
+		return l.bridge, nil
 	}
+}
+
+func (l *link) platformFactory(o platform.Options) daemon.Factory {
+	return func(d daemon.Deps) (daemon.Subsystem, error) {
+		p, err := platform.New(context.Background(), d, o)
+		if err != nil {
+			return nil, err
+		}
+		if b := l.bridge; b != nil {
+			b.runs.Bind(platformRuns{p})
+			p.SetAgents(b.WorkflowAgents(p.CheckAgentOutput))
+		}
+		return p, nil
+	}
+}
+
+// platformRuns adapts the platform's local runs to bridge.WorkflowRunner.
+type platformRuns struct{ p *platform.Service }
+
+func (r platformRuns) StartWorkflowRun(ctx context.Context, st bridge.WorkflowStart) (bridge.PlatformRun, error) {
+	ws := platform.WorkflowStart{Workflow: st.TemplateID, Input: st.Inputs}
+	if st.Record != nil {
+		ws.Commit = func(tx *sql.Tx, run platform.LocalRun) error { return st.Record(tx, bridgeRun(run)) }
+	}
+	run, err := r.p.StartLocalRun(ctx, ws)
+	if err != nil {
+		return bridge.PlatformRun{}, bridgeError(err)
+	}
+	return bridgeRun(run), nil
+}
+
+func (r platformRuns) WorkflowRun(ctx context.Context, id string) (bridge.PlatformRun, error) {
+	run, err := r.p.LocalRun(ctx, id)
+	if err != nil {
+		return bridge.PlatformRun{}, bridgeError(err)
+	}
+	return bridgeRun(run), nil
+}
+
+func bridgeRun(r platform.LocalRun) bridge.PlatformRun {
+	out := bridge.PlatformRun{ID: r.ID, Status: r.Status, Workflow: r.Workflow, Input: r.Input, Output: r.Output,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Path: r.Path}
+	if r.Workflow != "" {
+		out.Workflow = r.Workflow + "@" + strconv.Itoa(r.Version)
+	}
+	if r.ErrorCode != "" {
+		out.Error = &bridge.WorkflowRunError{Code: r.ErrorCode, Message: r.ErrorMessage}
+	}
+	return out
+}
+
+// bridgeError maps the platform's refusals to the bridge's error codes;
+// other errors (the bridge's own from Record among them) pass.
+func bridgeError(err error) error {
+	for _, m := range []struct {
+		target error
+		code   string
+	}{
+		{platform.ErrWorkflowNotPublished, bridge.CodeUnknownTemplate},
+		{platform.ErrNoActiveActivation, bridge.CodeTemplateNotActive},
+		{platform.ErrInvalidInput, bridge.CodeInvalidInputs},
+	} {
+		if errors.Is(err, m.target) {
+			msg := err.Error()
+			if _, detail, ok := strings.Cut(msg, m.target.Error()+": "); ok {
+				msg = detail
+			}
+			return &bridge.Error{Code: m.code, Message: msg}
+		}
+	}
+	if errors.Is(err, platform.ErrRunNotFound) {
+		return errors.Join(bridge.ErrPlatformRunNotFound, err)
+	}
+	return err
 }
 
 // servicesOnly adapts a subsystem that serves only the services listener.

@@ -174,68 +174,24 @@ func (s *Service) retry(c *api.Call) error {
 	return s.startRun(c, id)
 }
 
-// startRun starts a run, the retry of parent when parent is not "".
+// startRun starts a run, the retry of parent when parent is not "" (see
+// planStart and commitStart, shared with StartActivated).
 func (s *Service) startRun(c *api.Call, parent string) error {
 	var req StartRequest
 	if err := c.Decode(&req); err != nil {
 		return err
 	}
-	input, err := checkStart(&req)
-	if err != nil {
-		return err
-	}
 	ctx, sc, by := c.Context(), c.PathScope(), c.Caller.Principal.ID
-	r := s.db.Reader()
-	if err := requireEnvironment(ctx, r, sc); err != nil {
-		return err
-	}
-	if parent != "" {
-		if _, err := getRun(ctx, r, sc.Environment, parent); errors.Is(err, errNotFound) {
-			return api.NotFound("run")
-		} else if err != nil {
-			return err
-		}
-	}
-	a, err := readActivation(ctx, r, sc.Environment, req.ActivationID)
-	if err != nil {
-		return err
-	}
-	if input, err = mergeDefaults(input, a.defaults); err != nil {
-		return err
-	}
-	p, err := s.program(ctx, r, sc.Project, a.versionID)
+	pl, err := s.planStart(ctx, sc, req, parent)
 	if err != nil {
 		return err
 	}
 	return c.Commit(func(tx *sql.Tx) (*api.Result, error) {
-		if _, err := readActivation(ctx, tx, sc.Environment, req.ActivationID); err != nil {
+		run, err := s.commitStart(ctx, tx, pl, by)
+		if err != nil {
 			return nil, err
 		}
-		var parentID *string
-		if parent != "" {
-			pr, err := getRun(ctx, tx, sc.Environment, parent)
-			if err != nil {
-				return nil, err
-			}
-			if !pr.State.Status.Terminal() {
-				return nil, api.Conflict(kernel.CodeRuntimeState, "run %s has not ended (status %s); only an ended run is retried", parent, pr.State.Status)
-			}
-			parentID = &parent
-		}
-		now := s.timestamp()
-		run := runRow{ID: s.newID(), Tenant: sc.Tenant, Project: sc.Project, Environment: sc.Environment, ActivationID: req.ActivationID,
-			ParentRunID: parentID, CorrelationKey: optional(req.CorrelationKey), BusinessKey: optional(req.BusinessKey),
-			CreatedAt: now, UpdatedAt: now, CreatedBy: by, PublishedVersionID: a.versionID}
-		if err := insertRun(ctx, tx, run); err != nil {
-			return nil, err
-		}
-		if _, err := s.apply(ctx, tx, &run, p, kernel.Event{Kind: kernel.EventStarted, RunID: run.ID, Input: input}); err != nil {
-			return nil, refusal(err)
-		}
-		if err := s.inline(ctx, tx, &run); err != nil {
-			return nil, err
-		}
-		return &api.Result{Body: view(run, p), Revision: run.State.Seq, Location: runPath(sc, run.ID)}, nil
+		return &api.Result{Body: view(run, pl.p), Revision: run.State.Seq, Location: runPath(sc, run.ID)}, nil
 	}, s.notify)
 }
 

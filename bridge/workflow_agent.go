@@ -1,0 +1,322 @@
+package bridge
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentbridge/bridge/platform/engine"
+	"github.com/agentbridge/bridge/platform/kernel"
+)
+
+// PlatformClient is the internal client that owns the jobs of workflow
+// agent steps: they appear in the job list of that client (a token minted
+// for client "platform" reads them) and of the owner, and nobody else's.
+const PlatformClient = "platform"
+
+// SourceWorkflow is the source of the jobs of workflow agent steps.
+const SourceWorkflow = "workflow"
+
+// OutputCheck answers the refusal an agent task's output would get from the
+// run (nil when its step accepts it); the platform implements it.
+type OutputCheck func(ctx context.Context, task engine.AgentTask, output json.RawMessage) error
+
+// WorkflowAgents runs the agent steps of workflow runs as bridge jobs: it
+// implements engine.AgentRunner (bound by package wire).
+type WorkflowAgents struct {
+	s     *Service
+	check OutputCheck
+}
+
+// WorkflowAgents returns the agent runner of s; check (optional) vets an
+// answer before it is reported, so an answer the step would refuse fails
+// the job's task instead of being dropped by the run.
+func (s *Service) WorkflowAgents(check OutputCheck) *WorkflowAgents {
+	return &WorkflowAgents{s: s, check: check}
+}
+
+var _ engine.AgentRunner = (*WorkflowAgents)(nil)
+
+// agentWaitPoll is how often a waiting agent step rereads its job when no
+// change woke it (a safety net: turns wake it when they end).
+const agentWaitPoll = time.Second
+
+// RunAgent submits the task's job (or finds the job of an earlier attempt
+// by the task's operation key), waits for it to end and answers its result.
+// When ctx ends first (deadline, cancelled run) the job is cancelled; when
+// the daemon stops, the job is left to be marked interrupted by the next
+// start, and ctx's error is answered.
+func (a *WorkflowAgents) RunAgent(ctx context.Context, t engine.AgentTask) (engine.AgentResult, error) {
+	s := a.s
+	if t.Deadline != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, *t.Deadline)
+		defer cancel()
+	}
+	profile, ok := s.agentProfile(t.Spec.Provider)
+	if !ok {
+		return engine.AgentResult{Status: string(StateFailed), Code: "AGENT_PROVIDER_UNKNOWN",
+			Message: fmt.Sprintf("the bridge has no profile or provider %q (profiles: %s)", t.Spec.Provider, strings.Join(s.profileNames(), ", "))}, nil
+	}
+	prompt := agentPrompt(t.Spec)
+	if n := utf8.RuneCountInString(prompt); n > maxTextChars {
+		return engine.AgentResult{Status: string(StateFailed), Code: "AGENT_PROMPT_TOO_LONG",
+			Message: fmt.Sprintf("the agent prompt has %d characters; a bridge job takes at most %d", n, maxTextChars)}, nil
+	}
+	id, err := a.submit(ctx, t, profile, prompt)
+	if err != nil {
+		return engine.AgentResult{}, err
+	}
+	job, err := a.wait(ctx, id)
+	if err == nil {
+		return a.result(ctx, t, job), nil
+	}
+	res := engine.AgentResult{JobID: id}
+	if ctx.Err() == nil || (s.ctx != nil && s.ctx.Err() != nil) {
+		return res, err // the daemon stops, or the job cannot be read
+	}
+	if _, cerr := s.applyControl(context.WithoutCancel(ctx), Principal{Owner: true}, id, ActCancel); cerr != nil {
+		var e *Error
+		if !errors.As(cerr, &e) || e.Code != CodeInvalidTransition {
+			s.log.Warn("cancel the job of a stopped agent step", "job", id, "err", cerr)
+		}
+	}
+	res.Status, res.Code, res.Message = string(StateCancelled), "AGENT_CANCELLED", "the agent step was stopped; its job was cancelled"
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		res.Code, res.Message = "AGENT_TIMEOUT", "the agent step's deadline passed; its job was cancelled"
+	}
+	return res, nil
+}
+
+// agentProfile maps an agent step's provider to a bridge profile: a
+// profile of that name, else the first profile (default first, then by
+// name) whose provider has that name (claude, codex, command, echo).
+func (s *Service) agentProfile(provider string) (string, bool) {
+	if provider == "" {
+		provider = "default"
+	}
+	if _, ok := s.profiles[provider]; ok {
+		return provider, true
+	}
+	for _, name := range s.profileNames() {
+		if s.profiles[name].provider.Name() == provider {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+// agentPrompt renders an agent step as one prompt: its instructions, the
+// answer format when it declares an output schema, then its prompt.
+func agentPrompt(spec kernel.AgentSpec) string {
+	var b strings.Builder
+	if spec.Instructions != "" {
+		b.WriteString("Instructions:\n" + spec.Instructions + "\n\n")
+	}
+	if len(spec.Output) > 0 {
+		b.WriteString("Answer with one JSON object, and nothing else, that matches this JSON Schema:\n" + string(spec.Output) + "\n\n")
+	}
+	b.WriteString(spec.Prompt)
+	return b.String()
+}
+
+// submit creates the job of t's operation, or answers the job an earlier
+// attempt created. An earlier job that failed, was cancelled or was
+// interrupted is retried (a new attempt of the same job) when t is a new
+// attempt of the step; one that succeeded answers its result again.
+func (a *WorkflowAgents) submit(ctx context.Context, t engine.AgentTask, profile, prompt string) (string, error) {
+	s := a.s
+	var id, task string
+	created := false
+	err := s.write(ctx, func(tx *sql.Tx, ev *pending) error {
+		created = false
+		err := tx.QueryRowContext(ctx, `SELECT job_id, task_id FROM bridge_workflow_agent_jobs WHERE operation_key = ?`, t.OperationKey).Scan(&id, &task)
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		meta := map[string]string{"workflowRunId": t.RunID, "operationKey": t.OperationKey}
+		if t.Spec.Model != "" {
+			meta["model"] = t.Spec.Model
+		}
+		job, err := s.insertJob(tx, ev, Principal{Client: PlatformClient, Profiles: []string{"*"}}, newJob{
+			Profile: profile, Prompt: prompt, Source: SourceWorkflow, Metadata: meta})
+		if err != nil {
+			return err
+		}
+		now := nowString(s.now())
+		id, task, created = job.ID, t.TaskID, true
+		_, err = tx.ExecContext(ctx, `INSERT INTO bridge_workflow_agent_jobs(operation_key, job_id, run_id, task_id, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?)`, t.OperationKey, job.ID, t.RunID, t.TaskID, now, now)
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("bridge: submit the agent job: %w", err)
+	}
+	if created {
+		s.sched.kick()
+		return id, nil
+	}
+	if task == t.TaskID {
+		return id, nil // the same attempt: wait for its job
+	}
+	job, err := s.getJob(ctx, s.db.Reader(), Principal{Owner: true}, id)
+	if err != nil {
+		return "", err
+	}
+	switch job.State {
+	case StateFailed, StateCancelled, StateInterrupted:
+		if _, err := s.applyControl(ctx, Principal{Owner: true}, id, ActRetry); err != nil {
+			var e *Error
+			if !errors.As(err, &e) || e.Code != CodeInvalidTransition {
+				return "", err
+			}
+		}
+	}
+	err = s.db.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE bridge_workflow_agent_jobs SET task_id = ?, updated_at = ? WHERE operation_key = ?`,
+			t.TaskID, nowString(s.now()), t.OperationKey)
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("bridge: record the agent step attempt: %w", err)
+	}
+	return id, nil
+}
+
+// wait blocks until job id is terminal (a paused job is waited for), ctx
+// ends or the bridge stops.
+func (a *WorkflowAgents) wait(ctx context.Context, id string) (Job, error) {
+	s := a.s
+	jw, leave := s.waiters.join(id)
+	defer leave()
+	poll := time.NewTicker(agentWaitPoll)
+	defer poll.Stop()
+	seen := 0
+	for {
+		chunks, _, _, changed := jw.since(seen)
+		seen += len(chunks)
+		job, err := s.getJob(ctx, s.db.Reader(), Principal{Owner: true}, id)
+		if ctx.Err() != nil {
+			return job, ctx.Err()
+		}
+		if err != nil {
+			return job, err
+		}
+		if job.State.Terminal() {
+			return job, nil
+		}
+		select {
+		case <-ctx.Done():
+			return job, ctx.Err()
+		case <-s.stopped:
+			return job, errors.New("bridge: the daemon is stopping")
+		case <-changed:
+		case <-poll.C:
+		}
+	}
+}
+
+// result maps a terminal job to the step's outcome.
+func (a *WorkflowAgents) result(ctx context.Context, t engine.AgentTask, job Job) engine.AgentResult {
+	res := engine.AgentResult{JobID: job.ID, Status: string(job.State)}
+	switch job.State {
+	case StateSucceeded:
+	case StateCancelled:
+		res.Code, res.Message = "AGENT_CANCELLED", "the agent's job was cancelled"
+		return res
+	case StateInterrupted:
+		res.Code, res.Message = "AGENT_INTERRUPTED", "the daemon stopped while the agent's job ran"
+		return res
+	default:
+		res.Code, res.Message = "AGENT_FAILED", "the agent's job failed"
+		if job.LastError != nil {
+			res.Code, res.Message = strings.ToUpper(job.LastError.Code), job.LastError.Message
+		}
+		return res
+	}
+	text := job.resultText
+	var out json.RawMessage
+	if len(t.Spec.Output) > 0 {
+		obj, ok := answerObject(text)
+		if !ok {
+			res.Code, res.Message = "AGENT_OUTPUT_INVALID", "the agent's answer holds no JSON object; the step declares an output schema: "+excerpt(text, 200)
+			return res
+		}
+		out = obj
+	} else {
+		b, err := json.Marshal(text)
+		if err != nil {
+			res.Code, res.Message = "AGENT_OUTPUT_INVALID", err.Error()
+			return res
+		}
+		out = b
+	}
+	if a.check != nil {
+		if err := a.check(ctx, t, out); err != nil {
+			res.Code, res.Message = "AGENT_OUTPUT_INVALID", "the step refuses the agent's answer: "+err.Error()
+			return res
+		}
+	}
+	res.Succeeded, res.Output = true, out
+	return res
+}
+
+// maxAnswerCandidates bounds how many '{' positions answerObject tries.
+const maxAnswerCandidates = 256
+
+// answerObject finds the JSON object an agent answered: the whole answer,
+// else the last fenced code block that is one, else the last top-level
+// object in the text. It answers the object compacted.
+func answerObject(text string) (json.RawMessage, bool) {
+	if obj, ok := asObject(strings.TrimSpace(text)); ok {
+		return obj, true
+	}
+	blocks := strings.Split(text, "```")
+	for i := len(blocks) - 2; i >= 1; i -= 2 { // odd indexes are inside fences
+		body := blocks[i]
+		if nl := strings.IndexByte(body, '\n'); nl >= 0 && !strings.Contains(body[:nl], "{") {
+			body = body[nl+1:] // drop the info string ("json")
+		}
+		if obj, ok := asObject(strings.TrimSpace(body)); ok {
+			return obj, true
+		}
+	}
+	var last json.RawMessage
+	tries := 0
+	for i := strings.IndexByte(text, '{'); i >= 0 && tries < maxAnswerCandidates; tries++ {
+		dec := json.NewDecoder(strings.NewReader(text[i:]))
+		var v json.RawMessage
+		next := i + 1
+		if dec.Decode(&v) == nil && len(v) > 0 && v[0] == '{' {
+			last = v
+			next = i + int(dec.InputOffset())
+		}
+		j := strings.IndexByte(text[next:], '{')
+		if j < 0 {
+			break
+		}
+		i = next + j
+	}
+	if last == nil {
+		return nil, false
+	}
+	return asObject(string(last))
+}
+
+// asObject answers s compacted when it is exactly one JSON object.
+func asObject(s string) (json.RawMessage, bool) {
+	if !strings.HasPrefix(s, "{") || !json.Valid([]byte(s)) {
+		return nil, false
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, []byte(s)); err != nil {
+		return nil, false
+	}
+	return b.Bytes(), true
+}

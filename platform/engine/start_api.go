@@ -1,0 +1,278 @@
+package engine
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/agentbridge/bridge/platform/api"
+	"github.com/agentbridge/bridge/platform/auth"
+	"github.com/agentbridge/bridge/platform/kernel"
+)
+
+// startPlan is a validated run start and what it read before its
+// transaction: POST E/runs, its retry and StartActivated share it.
+type startPlan struct {
+	sc     auth.Scope
+	req    StartRequest
+	parent string
+	input  json.RawMessage
+	a      activationInfo
+	p      *program
+}
+
+// planStart validates a start of req in sc (the retry of parent when parent
+// is not "") and reads the activation, the merged input and the program.
+func (s *Service) planStart(ctx context.Context, sc auth.Scope, req StartRequest, parent string) (*startPlan, error) {
+	input, err := checkStart(&req)
+	if err != nil {
+		return nil, err
+	}
+	r := s.db.Reader()
+	if err := requireEnvironment(ctx, r, sc); err != nil {
+		return nil, err
+	}
+	if parent != "" {
+		if _, err := getRun(ctx, r, sc.Environment, parent); errors.Is(err, errNotFound) {
+			return nil, api.NotFound("run")
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	a, err := readActivation(ctx, r, sc.Environment, req.ActivationID)
+	if err != nil {
+		return nil, err
+	}
+	if input, err = mergeDefaults(input, a.defaults); err != nil {
+		return nil, err
+	}
+	p, err := s.program(ctx, r, sc.Project, a.versionID)
+	if err != nil {
+		return nil, err
+	}
+	return &startPlan{sc: sc, req: req, parent: parent, input: input, a: a, p: p}, nil
+}
+
+// commitStart creates the run of pl in tx with created_by = by: the
+// activation is checked again, the started event applied and the run's
+// inline work done. A refusal of the kernel (input schema, capacity) is a
+// problem.
+func (s *Service) commitStart(ctx context.Context, tx *sql.Tx, pl *startPlan, by string) (runRow, error) {
+	sc, req, parent := pl.sc, pl.req, pl.parent
+	if _, err := readActivation(ctx, tx, sc.Environment, req.ActivationID); err != nil {
+		return runRow{}, err
+	}
+	var parentID *string
+	if parent != "" {
+		pr, err := getRun(ctx, tx, sc.Environment, parent)
+		if err != nil {
+			return runRow{}, err
+		}
+		if !pr.State.Status.Terminal() {
+			return runRow{}, api.Conflict(kernel.CodeRuntimeState, "run %s has not ended (status %s); only an ended run is retried", parent, pr.State.Status)
+		}
+		parentID = &parent
+	}
+	now := s.timestamp()
+	run := runRow{ID: s.newID(), Tenant: sc.Tenant, Project: sc.Project, Environment: sc.Environment, ActivationID: req.ActivationID,
+		ParentRunID: parentID, CorrelationKey: optional(req.CorrelationKey), BusinessKey: optional(req.BusinessKey),
+		CreatedAt: now, UpdatedAt: now, CreatedBy: by, PublishedVersionID: pl.a.versionID}
+	if err := insertRun(ctx, tx, run); err != nil {
+		return runRow{}, err
+	}
+	if _, err := s.apply(ctx, tx, &run, pl.p, kernel.Event{Kind: kernel.EventStarted, RunID: run.ID, Input: pl.input}); err != nil {
+		return runRow{}, refusal(err)
+	}
+	if err := s.inline(ctx, tx, &run); err != nil {
+		return runRow{}, err
+	}
+	return run, nil
+}
+
+// Errors of StartActivated and ReadRun; they wrap a message for people.
+var (
+	// ErrWorkflowNotPublished: the project has no published workflow (or
+	// version) of that id.
+	ErrWorkflowNotPublished = errors.New("workflow not published")
+	// ErrNoActiveActivation: the workflow (version) is published but has
+	// no active activation in the environment.
+	ErrNoActiveActivation = errors.New("no active activation")
+	// ErrInvalidInput: the input does not fit the workflow's input schema
+	// (or the start limits).
+	ErrInvalidInput = errors.New("invalid input")
+	// ErrRunNotFound: no run has that id.
+	ErrRunNotFound = errors.New("run not found")
+)
+
+// LocalStart is a run start made in process by another subsystem of the
+// daemon (the bridge's workflow runs) instead of over HTTP.
+type LocalStart struct {
+	// Scope is the environment the run starts in.
+	Scope auth.Scope
+	// WorkflowID names the workflow; the run starts through its active
+	// activation in the environment. Version, when not 0, requires that
+	// activation to run that version.
+	WorkflowID string
+	Version    int
+	// Input is the run input (a JSON object; the activation's input
+	// defaults fill absent top-level properties).
+	Input json.RawMessage
+	// By is the principal recorded as the run's created_by.
+	By string
+	// Commit, when set, runs in the transaction that creates the run,
+	// after it: an error undoes the start and is answered as is.
+	Commit func(tx *sql.Tx, run RunInfo) error
+}
+
+// RunInfo is a run with the workflow version it runs and its canonical
+// path on the services listener.
+type RunInfo struct {
+	Run
+	TenantID, ProjectID string
+	WorkflowID          string
+	WorkflowVersion     int
+	Path                string
+}
+
+// StartActivated starts a run of the newest active activation of a
+// workflow, with the same code as POST E/runs. Errors wrap
+// ErrWorkflowNotPublished, ErrNoActiveActivation or ErrInvalidInput, or are
+// internal.
+func (s *Service) StartActivated(ctx context.Context, st LocalStart) (RunInfo, error) {
+	sc := st.Scope
+	id, version, err := activeActivation(ctx, s.db.Reader(), sc, st.WorkflowID, st.Version)
+	if err != nil {
+		return RunInfo{}, err
+	}
+	pl, err := s.planStart(ctx, sc, StartRequest{ActivationID: id, Input: st.Input}, "")
+	if err != nil {
+		return RunInfo{}, localError(err)
+	}
+	var info RunInfo
+	err = s.db.WriteThen(ctx, func(tx *sql.Tx) error {
+		run, err := s.commitStart(ctx, tx, pl, st.By)
+		if err != nil {
+			return err
+		}
+		info = RunInfo{Run: view(run, pl.p), TenantID: sc.Tenant, ProjectID: sc.Project, WorkflowID: st.WorkflowID,
+			WorkflowVersion: version, Path: runPath(sc, run.ID)}
+		if st.Commit != nil {
+			return st.Commit(tx, info)
+		}
+		return nil
+	}, s.notify)
+	if err != nil {
+		return RunInfo{}, localError(err)
+	}
+	return info, nil
+}
+
+// ReadRun reads any run by id (ErrRunNotFound when there is none).
+func (s *Service) ReadRun(ctx context.Context, id string) (RunInfo, error) {
+	r := s.db.Reader()
+	run, err := getRun(ctx, r, "", id)
+	if errors.Is(err, errNotFound) {
+		return RunInfo{}, fmt.Errorf("%w: no run %s", ErrRunNotFound, id)
+	}
+	if err != nil {
+		return RunInfo{}, err
+	}
+	p, err := s.program(ctx, r, run.Project, run.PublishedVersionID)
+	if err != nil {
+		return RunInfo{}, err
+	}
+	info := RunInfo{Run: view(run, p), TenantID: run.Tenant, ProjectID: run.Project,
+		Path: runPath(auth.Scope{Tenant: run.Tenant, Project: run.Project, Environment: run.Environment}, run.ID)}
+	if err := r.QueryRowContext(ctx, `SELECT definition_id, version FROM platform_definition_versions WHERE id = ?`,
+		run.PublishedVersionID).Scan(&info.WorkflowID, &info.WorkflowVersion); err != nil {
+		return RunInfo{}, fmt.Errorf("engine: read workflow of run %s: %w", id, err)
+	}
+	return info, nil
+}
+
+// CheckAgentOutput answers the refusal the output of agent task taskID of
+// run runID would get (nil when the step's output schema accepts it, or
+// when the task is no longer pending: its outcome is ignored then).
+func (s *Service) CheckAgentOutput(ctx context.Context, runID, taskID string, output json.RawMessage) error {
+	r := s.db.Reader()
+	run, err := getRun(ctx, r, "", runID)
+	if errors.Is(err, errNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	t, ok := run.State.Tasks[taskID]
+	if !ok {
+		return nil
+	}
+	p, err := s.program(ctx, r, run.Project, run.PublishedVersionID)
+	if err != nil {
+		return err
+	}
+	return p.p.CheckTaskOutput(t.Node, output)
+}
+
+// activeActivation answers the newest active activation of workflow in the
+// environment and the version it runs.
+func activeActivation(ctx context.Context, q querier, sc auth.Scope, workflow string, version int) (string, int, error) {
+	var id string
+	var active int
+	err := q.QueryRowContext(ctx, `SELECT id, workflow_version FROM platform_activations
+		WHERE environment_id = ? AND workflow_id = ? AND status = 'active' ORDER BY created_at DESC, id DESC LIMIT 1`,
+		sc.Environment, workflow).Scan(&id, &active)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", 0, fmt.Errorf("engine: read activations: %w", err)
+	}
+	name := workflow
+	if version != 0 {
+		name = fmt.Sprintf("%s@%d", workflow, version)
+	}
+	if err == nil && (version == 0 || version == active) {
+		return id, active, nil
+	}
+	var published int
+	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM platform_definition_versions
+		WHERE project_id = ? AND kind = 'workflow' AND definition_id = ? AND (? = 0 OR version = ?)`,
+		sc.Project, workflow, version, version).Scan(&published); err != nil {
+		return "", 0, fmt.Errorf("engine: read workflow versions: %w", err)
+	}
+	switch {
+	case published == 0:
+		return "", 0, fmt.Errorf("%w: no workflow %s is published in the project", ErrWorkflowNotPublished, name)
+	case id != "":
+		return "", 0, fmt.Errorf("%w: the environment's active activation of %s runs version %d, not %d", ErrNoActiveActivation, workflow, active, version)
+	}
+	return "", 0, fmt.Errorf("%w: workflow %s has no active activation in the environment", ErrNoActiveActivation, name)
+}
+
+// localError maps the problems of the shared start code to the errors of
+// StartActivated: validation refusals to ErrInvalidInput, a retired
+// activation to ErrNoActiveActivation.
+func localError(err error) error {
+	var ae *api.Error
+	if !errors.As(err, &ae) {
+		return err
+	}
+	msg := ae.Message
+	if len(ae.Diagnostics) > 0 {
+		parts := make([]string, 0, len(ae.Diagnostics))
+		for _, d := range ae.Diagnostics {
+			parts = append(parts, d.Message)
+		}
+		msg = strings.Join(parts, "; ")
+	}
+	switch ae.Status {
+	case http.StatusUnprocessableEntity:
+		return fmt.Errorf("%w: %s", ErrInvalidInput, msg)
+	case http.StatusConflict:
+		if ae.Code == api.CodeConflict {
+			return fmt.Errorf("%w: %s", ErrNoActiveActivation, msg)
+		}
+	}
+	return err
+}

@@ -30,6 +30,9 @@ type WorkflowStart struct {
 	Workflow string
 	// Input is the run input, a JSON object ("{}" when empty).
 	Input json.RawMessage
+	// StringInputs: Input holds strings only; those given for properties
+	// the workflow's input schema types otherwise are parsed as JSON.
+	StringInputs bool
 	// Commit, when set, runs in the transaction that creates the run, so a
 	// record of the caller commits with the run or not at all; its error
 	// undoes the start and is answered as is.
@@ -67,7 +70,7 @@ func (s *Service) StartLocalRun(ctx context.Context, st WorkflowStart) (LocalRun
 	}
 	ls := engine.LocalStart{
 		Scope:      auth.Scope{Tenant: s.local.TenantID, Project: s.local.ProjectID, Environment: s.local.EnvironmentID},
-		WorkflowID: id, Version: version, Input: st.Input, By: s.local.OperatorID,
+		WorkflowID: id, Version: version, Input: st.Input, StringInputs: st.StringInputs, By: s.local.OperatorID,
 	}
 	if st.Commit != nil {
 		ls.Commit = func(tx *sql.Tx, run engine.RunInfo) error { return st.Commit(tx, localRun(run)) }

@@ -130,7 +130,8 @@ func (l *link) platformFactory(o platform.Options) daemon.Factory {
 type platformRuns struct{ p *platform.Service }
 
 func (r platformRuns) StartWorkflowRun(ctx context.Context, st bridge.WorkflowStart) (bridge.PlatformRun, error) {
-	ws := platform.WorkflowStart{Workflow: st.TemplateID, Input: st.Inputs}
+	// Inputs are strings (spec 1): typed properties are parsed as JSON.
+	ws := platform.WorkflowStart{Workflow: st.TemplateID, Input: st.Inputs, StringInputs: true}
 	if st.Record != nil {
 		ws.Commit = func(tx *sql.Tx, run platform.LocalRun) error { return st.Record(tx, bridgeRun(run)) }
 	}

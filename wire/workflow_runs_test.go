@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -454,4 +455,50 @@ func TestBridgeWorkflowAgentSteps(t *testing.T) {
 	started = e.must(202, e.startRun(app, map[string]any{"templateId": "acme/triage", "inputs": map[string]string{"ticket": `{"category": "weather"}`}}))
 	run = e.waitRun(app, started["id"].(string), "suspended")
 	is.Equal(run["output"], nil)
+}
+
+// TestBridgeStartsTheExampleWorkflow: the bridge's workflow-runs endpoint
+// starts the language reference's complete example (examples/fulfil-order)
+// from string inputs: typed properties (the order lines, an array) are
+// given as JSON text and parsed by the input schema.
+func TestBridgeStartsTheExampleWorkflow(t *testing.T) {
+	is := is.New(t)
+	e := newDaemonEnv(t)
+	files, err := filepath.Glob(filepath.Join("..", "examples", "fulfil-order", "*.yaml"))
+	is.NoErr(err)
+	sort.Strings(files)
+	op := e.operator()
+	collections := map[string]string{"action": "actions", "workflow": "workflows", "decisionTable": "decision-tables"}
+	var version string
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		is.NoErr(err)
+		kind := ""
+		for line := range strings.Lines(string(src)) {
+			if k, ok := strings.CutPrefix(strings.TrimSpace(line), "kind: "); ok {
+				kind = k
+				break
+			}
+		}
+		version = e.must(201, e.do("POST", e.projectURL()+"/"+collections[kind], op, map[string]string{"source": string(src), "format": "yaml"},
+			"Idempotency-Key", "example-"+filepath.Base(f)))["id"].(string)
+	}
+	e.must(201, e.do("POST", e.projectURL()+"/environments/"+e.ws.EnvironmentID+"/activations", op,
+		map[string]string{"published_version_id": version}, "Idempotency-Key", "activate-example"))
+
+	app := e.token("shop", "read,workflows")
+	inputs := map[string]string{"orderId": "A-1002", "customerId": "c-7", "email": "bo@example.com", "currency": "EUR",
+		"cardToken": "tok_visa", "lines": `[{"sku":"book","qty":1,"price":12.5}]`}
+	started := e.must(202, e.startRun(app, map[string]any{"templateId": "acme/fulfil-order", "inputs": inputs}))
+	is.Equal(started["workflow"], "acme/fulfil-order@4")
+	// The run reaches the approval step: it waits for a person.
+	run := e.waitRun(app, started["id"].(string), "waiting")
+	in := run["inputs"].(map[string]any)
+	is.Equal(in["lines"].([]any)[0].(map[string]any)["qty"], float64(1))
+	is.Equal(in["cardToken"], "[redacted]")
+	// Text that is not JSON for a typed property is refused by the schema.
+	inputs["lines"] = "two books"
+	r := e.startRun(app, map[string]any{"templateId": "acme/fulfil-order", "inputs": inputs})
+	is.Equal(r.status, 422)
+	is.Equal(r.code(), "invalid_inputs")
 }

@@ -36,7 +36,8 @@ type AgentResult struct {
 	Status    string
 	Succeeded bool
 	// Output is the step output: the JSON object the agent answered when
-	// the step declares an output schema, else {"text": final answer}.
+	// the step declares an output schema, else the final answer as a JSON
+	// string.
 	Output  json.RawMessage
 	Code    string
 	Message string

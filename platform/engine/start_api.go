@@ -121,6 +121,11 @@ type LocalStart struct {
 	// Input is the run input (a JSON object; the activation's input
 	// defaults fill absent top-level properties).
 	Input json.RawMessage
+	// StringInputs: the caller can only send strings (the bridge's
+	// workflow-runs inputs); a string given for a property the input
+	// schema types otherwise is parsed as JSON first (kernel
+	// CoerceStringInput).
+	StringInputs bool
 	// By is the principal recorded as the run's created_by.
 	By string
 	// Commit, when set, runs in the transaction that creates the run,
@@ -151,6 +156,11 @@ func (s *Service) StartActivated(ctx context.Context, st LocalStart) (RunInfo, e
 	pl, err := s.planStart(ctx, sc, StartRequest{ActivationID: id, Input: st.Input}, "")
 	if err != nil {
 		return RunInfo{}, localError(err)
+	}
+	if st.StringInputs {
+		if pl.input, err = pl.p.p.CoerceStringInput(pl.input); err != nil {
+			return RunInfo{}, localError(api.Invalid("/input", "%v", err))
+		}
 	}
 	var info RunInfo
 	err = s.db.WriteThen(ctx, func(tx *sql.Tx) error {

@@ -107,3 +107,60 @@ func (p *Program) CheckTaskOutput(node string, output json.RawMessage) error {
 	}
 	return err
 }
+
+// CoerceStringInput converts the string values of a run input object whose
+// top-level property the input schema declares with a type other than
+// string (number, integer, boolean, array, object, null) by parsing them
+// as JSON: "3" → 3, "true" → true, "[1,2]" → [1,2]. Values that do not
+// parse, properties the schema types as string (or not at all) and
+// everything else are left as they are; the start event's validation then
+// decides. It is for callers that can only send strings (the bridge's
+// workflow-runs inputs).
+func (p *Program) CoerceStringInput(input json.RawMessage) (json.RawMessage, error) {
+	if p.input == nil {
+		return input, nil
+	}
+	var in map[string]json.RawMessage
+	if err := json.Unmarshal(input, &in); err != nil {
+		return nil, fmt.Errorf("input must be a JSON object: %w", err)
+	}
+	r := p.input.set.resolve(p.input.root())
+	m, _ := r.v.(map[string]any)
+	props, _ := m["properties"].(map[string]any)
+	changed := false
+	for name, raw := range in {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			continue // not a string
+		}
+		prop, _ := props[name].(map[string]any)
+		if prop == nil || !typedOtherThanString(prop["type"]) {
+			continue
+		}
+		if !json.Valid([]byte(s)) {
+			continue
+		}
+		in[name], changed = json.RawMessage(s), true
+	}
+	if !changed {
+		return input, nil
+	}
+	return json.Marshal(in)
+}
+
+// typedOtherThanString reports whether a schema "type" value names types
+// and string is not among them.
+func typedOtherThanString(t any) bool {
+	switch x := t.(type) {
+	case string:
+		return x != "string"
+	case []any:
+		for _, e := range x {
+			if e == "string" {
+				return false
+			}
+		}
+		return len(x) > 0
+	}
+	return false
+}

@@ -119,10 +119,10 @@ type daemonEnv struct {
 	hc               *http.Client
 }
 
-func newDaemonEnv(t *testing.T) *daemonEnv {
+func newDaemonEnv(t *testing.T, extraYAML ...string) *daemonEnv {
 	e := &daemonEnv{t: t, dir: t.TempDir(), hc: &http.Client{Timeout: 30 * time.Second}}
 	claude, _ := providertest.BuildFakeAgent(t, t.TempDir())
-	e.yaml = fmt.Sprintf("bridge:\n  inactivity-timeout: 5s\n  profiles:\n    default: {provider: echo}\n    claude: {provider: claude, command: %q}\n", claude)
+	e.yaml = fmt.Sprintf("bridge:\n  inactivity-timeout: 5s\n  profiles:\n    default: {provider: echo}\n    claude: {provider: claude, command: %q}\n", claude) + strings.Join(extraYAML, "")
 	e.start()
 	return e
 }

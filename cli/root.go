@@ -109,6 +109,8 @@ directory + /bridge; override with --data-dir).`,
 	root.PersistentFlags().StringVar(&a.logFormat, "log-format", "", "log format: text or json (default text)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return withCode(ExitUsage, err) })
 	root.AddCommand(a.initCmd(), a.serveCmd(), a.migrateCmd(), a.statusCmd(), a.versionCmd(), a.tokenCmd(), a.revokeCmd(), a.webhooksCmd(), a.workflowCmd(), a.platformCmd(), a.loginCmd(), a.callbacksCmd())
+	root.AddCommand(a.runCmd())
+	root.AddCommand(a.incidentCmd())
 	return root
 }
 

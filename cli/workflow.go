@@ -23,6 +23,7 @@ source, filename and catalog lock.`,
   bridge workflow validate order.yaml`,
 	}
 	cmd.AddCommand(a.compileCmd(false), a.compileCmd(true))
+	a.addPublishCmds(cmd)
 	return cmd
 }
 

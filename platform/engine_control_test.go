@@ -305,3 +305,36 @@ func TestOutboxPublishesLifecycleEvents(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestLegacyRunCanOnlyBeCancelled: a run whose stored state this version
+// cannot show answers reads with 409 PF-LEGACY-UNAVAILABLE; cancelling it
+// replaces the state with an explicit unavailable terminal state.
+func TestLegacyRunCanOnlyBeCancelled(t *testing.T) {
+	is := is.New(t)
+	h := newHarness(t)
+	op := h.localToken()
+	act := h.setupApproval(op)
+	run := h.mustStartRun(op, map[string]any{"activation_id": act}, "legacy-1")
+	h.waitRun(op, run.ID, "waiting")
+	is.NoErr(h.d.DB.Write(context.Background(), func(tx *sql.Tx) error {
+		_, err := tx.Exec(`UPDATE platform_runs SET state = json_set(state, '$.format', 0) WHERE id = ?`, run.ID)
+		return err
+	}))
+	base := ePath(h) + "/runs/" + run.ID
+	h.problem(409, "PF-LEGACY-UNAVAILABLE", h.get(base, op))
+	h.problem(409, "PF-LEGACY-UNAVAILABLE", h.get(base+"/replay", op))
+	h.problem(409, "PF-LEGACY-UNAVAILABLE", h.signalRun(op, run.ID, map[string]any{"name": "order.approved", "payload": map[string]any{"approver": "x"}}, ""))
+	h.problem(409, "PF-LEGACY-UNAVAILABLE", h.pauseRun(op, run.ID, "pause", nil, "legacy-pause"))
+
+	var r engine.Run
+	h.must(200, h.cancelRun(op, run.ID, map[string]any{"reason": "cannot be shown"}), &r)
+	is.Equal(r.Status, "cancelled")
+	is.Equal(r.State.Error.Code, "PF-LEGACY-UNAVAILABLE")
+	is.True(*r.ExternalEffectsMayContinue)
+	var again engine.Run
+	h.must(200, h.get(base, op), &again)
+	is.Equal(again.Status, "cancelled")
+	var timers int
+	is.NoErr(h.d.DB.Reader().QueryRow(`SELECT count(*) FROM platform_run_timers WHERE run_id = ?`, run.ID).Scan(&timers))
+	is.Equal(timers, 0)
+}

@@ -183,7 +183,7 @@ func (s *Service) finish(ctx context.Context, id string, o outcome) error {
 			}
 		}
 		_, _, _, err = s.Deliver(ctx, tx, "", run, o.event(id))
-		if kernel.ErrorCode(err) != "" {
+		if kernel.ErrorCode(err) != "" || errors.Is(err, errLegacy) {
 			return writeLog(ctx, tx, run, logLine{At: s.timestamp(), Level: "warn", Type: "event_refused",
 				Message: fmt.Sprintf("outcome of task %s refused: %v", id, err)})
 		}

@@ -217,7 +217,7 @@ func (s *Service) read(c *api.Call, q querier) (runRow, *program, error) {
 		return r, nil, api.NotFound("run")
 	}
 	if err != nil {
-		return r, nil, err
+		return r, nil, err // errLegacy with the row
 	}
 	p, err := s.program(ctx, q, r.Project, r.PublishedVersionID)
 	return r, p, err
@@ -249,6 +249,9 @@ func (s *Service) cancel(c *api.Call) error {
 	}
 	return c.Commit(func(tx *sql.Tx) (*api.Result, error) {
 		r, p, err := s.read(c, tx)
+		if errors.Is(err, errLegacy) {
+			return s.cancelLegacy(c.Context(), tx, r, req.Reason)
+		}
 		if err != nil {
 			return nil, err
 		}

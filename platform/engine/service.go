@@ -337,6 +337,9 @@ func (s *Service) inline(ctx context.Context, tx *sql.Tx, r *runRow) error {
 // whether there may be more.
 func (s *Service) step1(ctx context.Context, tx *sql.Tx, id string) (bool, error) {
 	r, p, err := s.load(ctx, tx, id)
+	if errors.Is(err, errLegacy) {
+		return false, s.skipLegacy(ctx, tx, id)
+	}
 	if err != nil {
 		return false, err
 	}
@@ -389,6 +392,9 @@ func (s *Service) step1(ctx context.Context, tx *sql.Tx, id string) (bool, error
 func (s *Service) fire(ctx context.Context, id string) error {
 	err := s.db.Write(ctx, func(tx *sql.Tx) error {
 		r, p, err := s.load(ctx, tx, id)
+		if errors.Is(err, errLegacy) {
+			return s.skipLegacy(ctx, tx, id)
+		}
 		if err != nil {
 			return err
 		}

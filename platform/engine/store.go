@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentbridge/bridge/platform/api"
 	"github.com/agentbridge/bridge/platform/kernel"
 )
 
@@ -19,6 +20,16 @@ type querier interface {
 
 // errNotFound is returned by reads that find no row.
 var errNotFound = errors.New("engine: not found")
+
+// CodeLegacyUnavailable: a run whose stored state this version cannot show
+// (another state format, or undecodable).
+const CodeLegacyUnavailable = "PF-LEGACY-UNAVAILABLE"
+
+// errLegacy is returned (with the row, Legacy set) by reads of a run whose
+// state cannot be shown; routes answer it as 409 PF-LEGACY-UNAVAILABLE,
+// and only cancellation works on such a run (cancelLegacy).
+var errLegacy = &api.Error{Status: 409, Code: CodeLegacyUnavailable,
+	Message: "the run was written by another version and its state cannot be shown; it can still be cancelled"}
 
 func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 
@@ -35,26 +46,31 @@ type runRow struct {
 	// that started it.
 	CallerRunID, CallerChildID *string
 	Paused, Test               bool
+	// Legacy: the stored state could not be read (see errLegacy); State
+	// then holds only the run id, status and sequence of the row.
+	Legacy bool
 }
 
 const runCols = `r.id, r.tenant_id, r.project_id, r.environment_id, r.activation_id, r.parent_run_id, r.state,
 	r.correlation_key, r.business_key, r.created_at, r.updated_at, r.created_by,
-	COALESCE(r.published_version_id, a.published_version_id), r.caller_run_id, r.caller_child_id, r.paused, r.test`
+	COALESCE(r.published_version_id, a.published_version_id), r.caller_run_id, r.caller_child_id, r.paused, r.test,
+	r.status, r.seq`
 
 const runFrom = ` FROM platform_runs r JOIN platform_activations a ON a.id = r.activation_id`
 
 func scanRun(sc interface{ Scan(...any) error }) (runRow, error) {
 	var r runRow
 	var parent, corr, biz, caller, callerChild sql.NullString
-	var state string
-	var created, updated int64
+	var state, status string
+	var created, updated, seq int64
 	if err := sc.Scan(&r.ID, &r.Tenant, &r.Project, &r.Environment, &r.ActivationID, &parent, &state, &corr, &biz,
-		&created, &updated, &r.CreatedBy, &r.PublishedVersionID, &caller, &callerChild, &r.Paused, &r.Test); err != nil {
+		&created, &updated, &r.CreatedBy, &r.PublishedVersionID, &caller, &callerChild, &r.Paused, &r.Test, &status, &seq); err != nil {
 		return r, err
 	}
 	r.CallerRunID, r.CallerChildID = nullable(caller), nullable(callerChild)
-	if err := json.Unmarshal([]byte(state), &r.State); err != nil {
-		return r, fmt.Errorf("engine: stored state of run %s: %w", r.ID, err)
+	if err := json.Unmarshal([]byte(state), &r.State); err != nil || r.State.Format != kernel.StateFormat {
+		r.Legacy = true
+		r.State = kernel.State{RunID: r.ID, Status: kernel.Status(status), Seq: seq}
 	}
 	r.ParentRunID, r.CorrelationKey, r.BusinessKey = nullable(parent), nullable(corr), nullable(biz)
 	r.CreatedAt, r.UpdatedAt = msTime(created), msTime(updated)
@@ -82,6 +98,9 @@ func getRun(ctx context.Context, q querier, env, id string) (runRow, error) {
 	}
 	if err != nil {
 		return r, fmt.Errorf("engine: read run: %w", err)
+	}
+	if r.Legacy {
+		return r, errLegacy
 	}
 	return r, nil
 }

@@ -64,24 +64,32 @@ func recordLevel(t string) string {
 	return "info"
 }
 
-// recordMessage is a one-line human description of a record.
+// recordMessage is a one-line human description of a record; the node is
+// the line's own field, so the message names it only through an instance
+// suffix ("[2]") inside loops.
 func recordMessage(r *kernel.Record) string {
 	var b strings.Builder
-	b.WriteString(strings.ReplaceAll(r.Type, "_", " "))
-	if r.NodeID != "" {
-		b.WriteString(" " + r.NodeID)
-		if r.Instance != "" && r.Instance != r.NodeID {
-			b.WriteString(" (" + r.Instance + ")")
+	switch r.Type {
+	case kernel.RecordTaskRetryScheduled:
+		fmt.Fprintf(&b, "attempt %d failed; retry scheduled", r.Attempt)
+	default:
+		b.WriteString(strings.ReplaceAll(r.Type, "_", " "))
+		if r.Attempt > 0 {
+			fmt.Fprintf(&b, " (attempt %d)", r.Attempt)
 		}
 	}
-	if r.Signal != "" {
-		b.WriteString(" signal " + r.Signal)
+	if suffix, ok := strings.CutPrefix(r.Instance, r.NodeID); ok && suffix != "" {
+		b.WriteString(" " + suffix)
 	}
-	if r.Attempt > 0 {
-		fmt.Fprintf(&b, " attempt %d", r.Attempt)
+	if r.Signal != "" {
+		b.WriteString(": " + r.Signal)
 	}
 	if r.Deadline != nil {
-		b.WriteString(" deadline " + r.Deadline.UTC().Format(time.RFC3339Nano))
+		at := "deadline"
+		if r.Type == kernel.RecordTaskRetryScheduled {
+			at = "at"
+		}
+		b.WriteString(" (" + at + " " + r.Deadline.UTC().Format(time.RFC3339Nano) + ")")
 	}
 	if r.Detail != "" {
 		b.WriteString(": " + r.Detail)

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/agentbridge/bridge/platform/api"
 	"github.com/agentbridge/bridge/platform/auth"
@@ -120,11 +118,8 @@ func (s *Service) signal(c *api.Call) error {
 	if err := c.Decode(&req); err != nil {
 		return err
 	}
-	if strings.TrimSpace(req.Name) == "" {
-		return api.Invalid("/name", "name must not be blank")
-	}
-	if utf8.RuneCountInString(req.Name) > MaxSignalNameLen {
-		return api.Invalid("/name", "name has at most %d characters", MaxSignalNameLen)
+	if err := checkText("name", req.Name, MaxSignalNameLen, true); err != nil {
+		return err
 	}
 	payload := bytes.TrimSpace(req.Payload)
 	if len(payload) > MaxPayloadBytes {
@@ -158,8 +153,8 @@ func (s *Service) pause(on bool) func(c *api.Call) error {
 		if err := c.DecodeOptional(&req); err != nil {
 			return err
 		}
-		if utf8.RuneCountInString(req.Reason) > MaxReasonLen {
-			return api.Invalid("/reason", "reason has at most %d characters", MaxReasonLen)
+		if err := checkText("reason", req.Reason, MaxReasonLen, false); err != nil {
+			return err
 		}
 		if _, err := c.UUIDParam("run", "run"); err != nil {
 			return err

@@ -86,17 +86,29 @@ func requireEnvironment(ctx context.Context, q querier, sc auth.Scope) error {
 	return nil
 }
 
+// checkText checks a body field: at most max characters and, when
+// required, not blank. field is its name, also its JSON Pointer.
+func checkText(field, v string, max int, required bool) error {
+	if required && strings.TrimSpace(v) == "" {
+		return api.Invalid("/"+field, "%s must not be blank", field)
+	}
+	if utf8.RuneCountInString(v) > max {
+		return api.Invalid("/"+field, "%s has at most %d characters", field, max)
+	}
+	return nil
+}
+
 // checkStart validates a start request and answers its input (compact,
 // "{}" when absent).
 func checkStart(req *StartRequest) (json.RawMessage, error) {
 	if !auth.IsCanonicalUUID(req.ActivationID) {
 		return nil, api.Invalid("/activation_id", "activation_id must be a canonical lowercase UUID")
 	}
-	if utf8.RuneCountInString(req.CorrelationKey) > MaxKeyLen {
-		return nil, api.Invalid("/correlation_key", "correlation_key has at most %d characters", MaxKeyLen)
+	if err := checkText("correlation_key", req.CorrelationKey, MaxKeyLen, false); err != nil {
+		return nil, err
 	}
-	if utf8.RuneCountInString(req.BusinessKey) > MaxKeyLen {
-		return nil, api.Invalid("/business_key", "business_key has at most %d characters", MaxKeyLen)
+	if err := checkText("business_key", req.BusinessKey, MaxKeyLen, false); err != nil {
+		return nil, err
 	}
 	raw := bytes.TrimSpace(req.Input)
 	if len(raw) == 0 || string(raw) == "null" {
@@ -238,11 +250,8 @@ func (s *Service) cancel(c *api.Call) error {
 	if err := c.Decode(&req); err != nil {
 		return err
 	}
-	if strings.TrimSpace(req.Reason) == "" {
-		return api.Invalid("/reason", "reason must not be blank")
-	}
-	if utf8.RuneCountInString(req.Reason) > MaxReasonLen {
-		return api.Invalid("/reason", "reason has at most %d characters", MaxReasonLen)
+	if err := checkText("reason", req.Reason, MaxReasonLen, true); err != nil {
+		return err
 	}
 	if _, err := c.UUIDParam("run", "run"); err != nil {
 		return err

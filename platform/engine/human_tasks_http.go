@@ -325,11 +325,8 @@ func (s *Service) reassignHumanTask(c *api.Call) error {
 // checkComplete validates a completion request and answers its data
 // (compact; nil when absent or null).
 func checkComplete(req *HumanCompleteRequest) (json.RawMessage, error) {
-	if strings.TrimSpace(req.Decision) == "" {
-		return nil, api.Invalid("/decision", "decision must not be blank")
-	}
-	if utf8.RuneCountInString(req.Decision) > MaxDecisionLen {
-		return nil, api.Invalid("/decision", "decision has at most %d characters", MaxDecisionLen)
+	if err := checkText("decision", req.Decision, MaxDecisionLen, true); err != nil {
+		return nil, err
 	}
 	raw := bytes.TrimSpace(req.Data)
 	if len(raw) == 0 || string(raw) == "null" {

@@ -11,7 +11,6 @@ import (
 	"math"
 	"net/http"
 	"sort"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -209,11 +208,8 @@ func checkResolve(req *ResolveRequest) (json.RawMessage, error) {
 	if kind != kernel.ResolveRetrySafe && kind != kernel.ResolveAccept && kind != kernel.ResolveTerminate {
 		return nil, api.Invalid("/kind", "kind is retry_safe, accept_reconciled_result or terminate")
 	}
-	if strings.TrimSpace(req.Reason) == "" {
-		return nil, api.Invalid("/reason", "reason must not be blank")
-	}
-	if utf8.RuneCountInString(req.Reason) > MaxReasonLen {
-		return nil, api.Invalid("/reason", "reason has at most %d characters", MaxReasonLen)
+	if err := checkText("reason", req.Reason, MaxReasonLen, true); err != nil {
+		return nil, err
 	}
 	if utf8.RuneCountInString(req.EvidenceReference) > MaxReasonLen {
 		return nil, api.Invalid("/evidence_reference", "evidence_reference has at most %d characters", MaxReasonLen)

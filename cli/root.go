@@ -111,6 +111,7 @@ directory + /bridge; override with --data-dir).`,
 	root.AddCommand(a.initCmd(), a.serveCmd(), a.migrateCmd(), a.statusCmd(), a.versionCmd(), a.tokenCmd(), a.revokeCmd(), a.webhooksCmd(), a.workflowCmd(), a.platformCmd(), a.loginCmd(), a.callbacksCmd())
 	root.AddCommand(a.runCmd())
 	root.AddCommand(a.incidentCmd())
+	root.AddCommand(a.humanCmd())
 	return root
 }
 

@@ -345,8 +345,7 @@ func TestWorkflowPublishActivateAndRun(t *testing.T) {
 
 func TestRunUsageErrors(t *testing.T) {
 	// Checked before the daemon is needed: no daemon runs here.
-	dir := t.TempDir()
-	for _, args := range [][]string{
+	checkUsageErrors(t, [][]string{
 		{"run", "start"},
 		{"run", "start", "acme/flow", "--activation", "x"},
 		{"run", "start", "acme/flow", "--input", "{bad"},
@@ -367,20 +366,12 @@ func TestRunUsageErrors(t *testing.T) {
 		{"workflow", "activate", "acme/flow@x"},
 		{"workflow", "activate", "acme/flow", "--input-defaults", "3"},
 		{"workflow", "activations", "--status", "gone"},
-	} {
-		t.Run(strings.Join(args, " "), func(t *testing.T) {
-			is := is.New(t)
-			code, out, errw := run(context.Background(), append(args, "--data-dir", dir)...)
-			is.Equal(code, ExitUsage)
-			is.Equal(out, "")
-			is.True(strings.HasPrefix(errw, "bridge: "))
-		})
-	}
+	})
 }
 
 func TestRunDaemonNotRunning(t *testing.T) {
 	files := writeDefs(t, greetAction)
-	for _, args := range [][]string{
+	checkNotRunning(t, [][]string{
 		{"run", "start", "acme/flow", "--wait"},
 		{"run", "get", "r-1", "--json"},
 		{"run", "list"},
@@ -390,14 +381,7 @@ func TestRunDaemonNotRunning(t *testing.T) {
 		{"workflow", "publish", files[0]},
 		{"workflow", "activate", "acme/flow"},
 		{"workflow", "activations"},
-	} {
-		t.Run(strings.Join(args, " "), func(t *testing.T) {
-			is := is.New(t)
-			code, _, errw := run(context.Background(), append(args, "--data-dir", t.TempDir())...)
-			is.Equal(code, ExitNotRunning)
-			is.True(strings.Contains(errw, "not running"))
-		})
-	}
+	})
 }
 
 func TestPublishRefusesUnknownFiles(t *testing.T) {

@@ -225,11 +225,12 @@ func phase(ctx context.Context, f func(context.Context)) {
 	f(ctx)
 }
 
-// advance drives at most BatchSize runs with work and fires the timers of
-// at most BatchSize runs, earliest due first. It answers whether either
-// batch was full.
+// advance drives the runs with work and fires the due timers of the runs
+// the scheduler cycle picks (pickRuns): at most MaxTenantsPerTurn tenants,
+// one environment each, BatchSize runs per environment. It answers whether
+// a batch was full.
 func (s *Service) advance(ctx context.Context) bool {
-	ids, err := idsWhere(ctx, s.db.Reader(), `SELECT id FROM platform_runs WHERE needs_work = 1 AND paused = 0 ORDER BY updated_at, id LIMIT ?`, BatchSize)
+	ids, err := idsWhere(ctx, s.db.Reader(), workQuery, MaxTenantsPerTurn, BatchSize)
 	if err != nil {
 		s.logErr(ctx, "list runs with work", err)
 		return false
@@ -239,10 +240,8 @@ func (s *Service) advance(ctx context.Context) bool {
 			s.logErr(ctx, "advance run "+id, err)
 		}
 	})
-	more := len(ids) == BatchSize
-	now := s.timestamp()
-	ids, err = idsWhere(ctx, s.db.Reader(), `SELECT t.run_id FROM platform_run_timers t JOIN platform_runs r ON r.id = t.run_id
-		WHERE t.due_at <= ? AND r.paused = 0 GROUP BY t.run_id ORDER BY min(t.due_at), t.run_id LIMIT ?`, now.UnixMilli(), BatchSize)
+	more := len(ids) >= BatchSize
+	ids, err = idsWhere(ctx, s.db.Reader(), dueQuery, s.timestamp().UnixMilli(), MaxTenantsPerTurn, BatchSize)
 	if err != nil {
 		s.logErr(ctx, "list due timers", err)
 		return more
@@ -252,8 +251,40 @@ func (s *Service) advance(ctx context.Context) bool {
 			s.logErr(ctx, "fire timer of run "+id, err)
 		}
 	})
-	return more || len(ids) == BatchSize
+	return more || len(ids) >= BatchSize
 }
+
+// MaxTenantsPerTurn is how many tenants one scheduler cycle serves, one
+// environment each (spec 2, "Limits"): a tenant with a backlog cannot
+// starve the others, and the environment whose work is oldest goes first.
+const MaxTenantsPerTurn = 16
+
+// pickEnvironments is the part of workQuery and dueQuery that chooses the
+// environments of a cycle from cand(tenant_id, environment_id, run id,
+// at): per tenant the environment with the oldest item, then the
+// MaxTenantsPerTurn oldest of those; then BatchSize items per environment
+// in time order.
+const pickEnvironments = `envs AS (
+		SELECT tenant_id, environment_id, min(at) AS oldest FROM cand GROUP BY tenant_id, environment_id),
+	firsts AS (
+		SELECT environment_id, oldest, row_number() OVER (PARTITION BY tenant_id ORDER BY oldest, environment_id) AS n FROM envs),
+	chosen AS (
+		SELECT environment_id FROM firsts WHERE n = 1 ORDER BY oldest, environment_id LIMIT ?),
+	ranked AS (
+		SELECT c.id, c.at, row_number() OVER (PARTITION BY c.environment_id ORDER BY c.at, c.id) AS k
+		FROM cand c JOIN chosen USING (environment_id))
+	SELECT id FROM ranked WHERE k <= ? ORDER BY at, id`
+
+// workQuery lists runs with work (needs_work, not paused).
+const workQuery = `WITH cand AS (
+		SELECT tenant_id, environment_id, id, updated_at AS at FROM platform_runs WHERE needs_work = 1 AND paused = 0),
+	` + pickEnvironments
+
+// dueQuery lists runs with a timer due at ? (not paused), by the earliest.
+const dueQuery = `WITH cand AS (
+		SELECT r.tenant_id, r.environment_id, r.id, min(t.due_at) AS at FROM platform_run_timers t
+		JOIN platform_runs r ON r.id = t.run_id WHERE t.due_at <= ? AND r.paused = 0 GROUP BY r.id),
+	` + pickEnvironments
 
 // each calls f for every id, driveParallel at a time (distinct runs never
 // touch each other's rows, and the writer serializes transactions).

@@ -161,8 +161,9 @@ func (s *Service) perform1(ctx context.Context, d dispatchRow) outcome {
 // withdrawn meanwhile (cancelled, timed out) is ignored.
 func (s *Service) finish(ctx context.Context, id string, o outcome) error {
 	err := s.db.Write(ctx, func(tx *sql.Tx) error {
-		var run string
-		err := tx.QueryRowContext(ctx, `SELECT run_id FROM platform_task_dispatches WHERE task_id = ?`, id).Scan(&run)
+		var run, node string
+		err := tx.QueryRowContext(ctx, `SELECT run_id, coalesce(json_extract(spec, '$.node_id'), '') FROM platform_task_dispatches
+			WHERE task_id = ?`, id).Scan(&run, &node)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
@@ -177,7 +178,7 @@ func (s *Service) finish(ctx context.Context, id string, o outcome) error {
 			if o.Err != nil || o.Unknown {
 				level = "warn"
 			}
-			if err := writeLog(ctx, tx, run, logLine{At: s.timestamp(), Level: level, Type: "task_call", Message: o.Note,
+			if err := writeLog(ctx, tx, run, logLine{At: s.timestamp(), Level: level, Type: "task_call", Node: node, Message: o.Note,
 				Data: map[string]any{"task_id": id}}); err != nil {
 				return err
 			}

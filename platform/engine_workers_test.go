@@ -751,3 +751,43 @@ func TestWorkerTaskAccess(t *testing.T) {
 	h.must(200, h.post(strings.TrimPrefix(E, "/api/v1")+"/tasks/heartbeat", w, bodies["heartbeat"]), nil)
 	h.must(200, h.taskCall(w, "complete", bodies["complete"]), nil)
 }
+
+// An attempt nobody claims by its claim deadline (here 300 ms before its
+// 3 s timeout) certainly did not run: it fails as TASK_NOT_CLAIMED under
+// the retry policy, so once the attempts are spent the incident is
+// PF-TASK-RETRIES-EXHAUSTED, not PF-TASK-AMBIGUOUS, even for an unsafe
+// action.
+func TestWorkerUnclaimedAttemptTimesOut(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	h := newHarness(t)
+	op := h.localToken()
+	h.mustPublish(op, "actions", `kind: action
+id: acme/unclaimed
+version: 1
+sideEffect: unsafe
+input: {type: object}
+output: {type: object}
+timeout: 3s
+retry: {maxAttempts: 1}
+worker: nobody
+`, "unclaimed-action")
+	wf := h.mustPublish(op, "workflows", `kind: workflow
+id: acme/unclaimed-flow
+version: 1
+steps:
+  - id: call
+    action: acme/unclaimed@1
+    with: {}
+`, "unclaimed-workflow").ID
+	act := h.mustActivate(ePath(h), op, map[string]any{"published_version_id": wf}, "unclaimed-activation", "").ID
+	run := h.mustStartRun(op, map[string]any{"activation_id": act}, "unclaimed-run")
+	r := h.waitRun(op, run.ID, "suspended")
+	is.Equal(r.Status, "suspended")
+	var incs []engine.Incident
+	h.must(200, h.get(ePath(h)+"/runs/"+run.ID+"/incidents", op), &incs)
+	is.Equal(len(incs), 1)
+	is.Equal(incs[0].Code, "PF-TASK-RETRIES-EXHAUSTED")
+	is.Equal(incs[0].Attempt, 1)
+	is.Equal(incs[0].Error.Code, "TASK_NOT_CLAIMED")
+}

@@ -178,7 +178,15 @@ func (s *Service) Run(ctx context.Context) {
 // that filled its batch wakes the loop again at once.
 func (s *Service) turn(ctx context.Context) {
 	var more bool
-	phase(ctx, func(ctx context.Context) { more = s.advance(ctx) })
+	// Expired ready tasks go first: their attempt timers are due too.
+	phase(ctx, func(ctx context.Context) {
+		if n, err := s.expireReady(ctx); err != nil {
+			s.logErr(ctx, "expire unclaimed worker tasks", err)
+		} else if n == BatchSize {
+			more = true
+		}
+	})
+	phase(ctx, func(ctx context.Context) { more = s.advance(ctx) || more })
 	if s.dispatchPending.Swap(false) {
 		// Not a phase: the dispatched calls outlive the turn.
 		full, err := s.dispatch(ctx)

@@ -35,19 +35,22 @@ type workerTask struct {
 	Spec                                      kernel.TaskSpec
 	WorkerID, PrincipalID                     string
 	LeaseExpiresAt                            *time.Time
-	CreatedAt                                 time.Time
+	// ClaimDeadline (deadline_at) is when the task stops being handed out
+	// (claimDeadline).
+	ClaimDeadline *time.Time
+	CreatedAt     time.Time
 }
 
 const workerTaskCols = `task_id, run_id, environment_id, queue, spec, status, COALESCE(worker_id, ''), COALESCE(principal_id, ''),
-	lease_expires_at, created_at`
+	lease_expires_at, deadline_at, created_at`
 
 func scanWorkerTask(sc interface{ Scan(...any) error }) (workerTask, error) {
 	var w workerTask
 	var spec string
-	var lease sql.NullInt64
+	var lease, claimBy sql.NullInt64
 	var created int64
 	if err := sc.Scan(&w.TaskID, &w.RunID, &w.Environment, &w.Queue, &spec, &w.Status, &w.WorkerID, &w.PrincipalID,
-		&lease, &created); err != nil {
+		&lease, &claimBy, &created); err != nil {
 		return w, err
 	}
 	if err := json.Unmarshal([]byte(spec), &w.Spec); err != nil {
@@ -56,6 +59,10 @@ func scanWorkerTask(sc interface{ Scan(...any) error }) (workerTask, error) {
 	if lease.Valid {
 		t := msTime(lease.Int64)
 		w.LeaseExpiresAt = &t
+	}
+	if claimBy.Valid {
+		t := msTime(claimBy.Int64)
+		w.ClaimDeadline = &t
 	}
 	w.CreatedAt = msTime(created)
 	return w, nil
@@ -101,7 +108,7 @@ func enqueueWorkerTask(ctx context.Context, tx *sql.Tx, r *runRow, t *kernel.Tas
 	}
 	var deadline *int64
 	if t.Deadline != nil {
-		ms := t.Deadline.UnixMilli()
+		ms := claimDeadline(r.UpdatedAt, *t.Deadline).UnixMilli()
 		deadline = &ms
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO platform_worker_tasks(task_id, run_id, tenant_id, project_id, environment_id,
@@ -245,6 +252,74 @@ func (s *Service) recoverLease(ctx context.Context, tx *sql.Tx, id string) error
 		// same moment): the row stays deleted, with a note.
 		return writeLog(ctx, tx, w.RunID, logLine{At: now, Level: "warn", Type: "event_refused",
 			Message: fmt.Sprintf("unknown outcome of task %s refused: %v", id, err)})
+	}
+	return err
+}
+
+// claimDeadline is when a worker must have claimed an attempt issued at
+// issued with deadline d: a tenth of the attempt's time (at most
+// maxClaimMargin) before d, so an attempt nobody claimed is known not to
+// have run before the kernel's attempt timer would call it unknown
+// (expireReady), and a claim leaves the worker some time.
+func claimDeadline(issued, d time.Time) time.Time {
+	return d.Add(-min(d.Sub(issued)/10, maxClaimMargin))
+}
+
+// maxClaimMargin bounds the time between a claim deadline and the attempt
+// deadline.
+const maxClaimMargin = time.Second
+
+// expireReady ends ready worker tasks that no worker claimed by their
+// claim deadline (spec 2 "Limits": expired ready tasks, at most
+// BatchSize per turn). Nobody ran such an attempt, so its outcome is known:
+// a failure the step's retry policy may retry (TASK_NOT_CLAIMED), not the
+// unknown outcome the kernel's attempt timer would report (which opens
+// PF-TASK-AMBIGUOUS for an unsafe action). It runs before the turn's
+// timers. An attempt whose deadline is the step's deadline is left to the
+// kernel's step deadline (PF-TASK-DEADLINE).
+func (s *Service) expireReady(ctx context.Context) (int, error) {
+	ids, err := idsWhere(ctx, s.db.Reader(), `SELECT w.task_id FROM platform_worker_tasks w JOIN platform_runs r ON r.id = w.run_id
+		WHERE w.status = 'ready' AND w.deadline_at <= ? AND r.paused = 0 ORDER BY w.deadline_at, w.task_id LIMIT ?`,
+		s.timestamp().UnixMilli(), BatchSize)
+	if err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	for _, id := range ids {
+		if err := s.db.Write(ctx, func(tx *sql.Tx) error { return s.expireOne(ctx, tx, id) }); err != nil {
+			return 0, err
+		}
+	}
+	s.notify()
+	return len(ids), nil
+}
+
+func (s *Service) expireOne(ctx context.Context, tx *sql.Tx, id string) error {
+	w, err := scanWorkerTask(tx.QueryRowContext(ctx, `SELECT `+workerTaskCols+` FROM platform_worker_tasks WHERE task_id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("engine: read worker task: %w", err)
+	}
+	now := s.timestamp()
+	d := w.Spec.Deadline
+	if w.Status != taskReady || d == nil || w.ClaimDeadline == nil || w.ClaimDeadline.After(now) ||
+		(w.Spec.StepDeadline != nil && !d.Before(*w.Spec.StepDeadline)) {
+		return nil
+	}
+	if err := endWorkerTask(ctx, tx, id, w.RunID, w.Environment, taskEnd{Outcome: endFailed, Reason: "not_claimed", EndedAt: now}); err != nil {
+		return err
+	}
+	msg := fmt.Sprintf("no worker claimed attempt %d from queue %s before its deadline", w.Spec.Attempt, w.Queue)
+	if err := writeLog(ctx, tx, w.RunID, logLine{At: now, Level: "warn", Type: "task_not_claimed", Node: w.Spec.NodeID, Message: msg,
+		Data: map[string]any{"task_id": id}}); err != nil {
+		return err
+	}
+	_, _, _, err = s.Deliver(ctx, tx, w.Environment, w.RunID, kernel.Event{Kind: kernel.EventTaskFailed, TaskID: id,
+		Error: &kernel.TaskError{Code: "TASK_NOT_CLAIMED", Message: msg}, Retryable: true})
+	if kernel.ErrorCode(err) != "" {
+		return writeLog(ctx, tx, w.RunID, logLine{At: now, Level: "warn", Type: "event_refused",
+			Message: fmt.Sprintf("expiry of task %s refused: %v", id, err)})
 	}
 	return err
 }

@@ -15,8 +15,9 @@ CREATE TABLE platform_worker_tasks (
 	-- spec is the kernel's TaskSpec of the attempt (JSON).
 	spec             TEXT NOT NULL,
 	status           TEXT NOT NULL CHECK (status IN ('ready', 'leased')),
-	-- deadline_at is the attempt's deadline: such a task is no longer
-	-- handed out; the kernel's own timer withdraws it.
+	-- deadline_at is the claim deadline: a tenth of the attempt's time (at
+	-- most a second) before the attempt's deadline. From then on the task is
+	-- no longer handed out, and the scheduler fails it as TASK_NOT_CLAIMED.
 	deadline_at      INTEGER,
 	-- The lease: the worker process's name, the principal it authenticated
 	-- as, and when the lease ends unless a heartbeat extends it.

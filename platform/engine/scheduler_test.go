@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 
@@ -17,7 +18,8 @@ func schedulerDB(t *testing.T) *store.DB {
 	t.Helper()
 	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), []store.Migration{{Version: 1, Name: "0001_runs", SQL: `
 		CREATE TABLE platform_runs (id TEXT PRIMARY KEY, tenant_id TEXT, environment_id TEXT, needs_work INTEGER, paused INTEGER, updated_at INTEGER);
-		CREATE TABLE platform_run_timers (run_id TEXT, timer_id TEXT, due_at INTEGER);`}}, store.Options{})
+		CREATE TABLE platform_run_timers (run_id TEXT, timer_id TEXT, due_at INTEGER);
+		CREATE TABLE platform_worker_tasks (task_id TEXT, status TEXT, deadline_at INTEGER, lease_expires_at INTEGER);`}}, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,4 +79,31 @@ func TestSchedulerServesTenantsFairly(t *testing.T) {
 		}
 		is.Equal(ids, want)
 	}
+}
+
+func TestLoopSleepsUntilTheNextDueTime(t *testing.T) {
+	is := is.New(t)
+	db := schedulerDB(t)
+	ctx := context.Background()
+	s, err := New(Options{DB: db})
+	is.NoErr(err)
+	exec := func(q string, args ...any) {
+		is.NoErr(db.Write(ctx, func(tx *sql.Tx) error { _, err := tx.Exec(q, args...); return err }))
+	}
+	is.Equal(s.untilNextDue(ctx), PollInterval) // nothing due
+	now := time.Now()
+	// A paused run's past timer does not count.
+	exec(`INSERT INTO platform_runs VALUES ('p', 't', 'e', 0, 1, 0)`)
+	exec(`INSERT INTO platform_run_timers VALUES ('p', 'x', ?)`, now.Add(-time.Hour).UnixMilli())
+	is.Equal(s.untilNextDue(ctx), PollInterval)
+	// A timer 80 ms ahead wakes the loop then, not a poll later.
+	exec(`INSERT INTO platform_runs VALUES ('r', 't', 'e', 0, 0, 0)`)
+	exec(`INSERT INTO platform_run_timers VALUES ('r', 'x', ?)`, now.Add(80*time.Millisecond).UnixMilli())
+	d := s.untilNextDue(ctx)
+	is.True(d > 0 && d <= 80*time.Millisecond)
+	// A claim deadline or a lease expiry counts too.
+	exec(`INSERT INTO platform_worker_tasks VALUES ('w1', 'ready', ?, NULL)`, now.Add(30*time.Millisecond).UnixMilli())
+	is.True(s.untilNextDue(ctx) <= 30*time.Millisecond)
+	exec(`INSERT INTO platform_worker_tasks VALUES ('w2', 'leased', NULL, ?)`, now.Add(-time.Second).UnixMilli())
+	is.Equal(s.untilNextDue(ctx), pastDueRetry) // due already: look again soon, no spin
 }

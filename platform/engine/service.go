@@ -157,10 +157,11 @@ func (s *Service) Run(ctx context.Context) {
 	if err := s.recoverDispatches(ctx); err != nil {
 		s.logErr(ctx, "recover dispatched calls", err)
 	}
-	t := time.NewTicker(PollInterval)
+	t := time.NewTimer(PollInterval)
 	defer t.Stop()
 	for {
 		s.turn(ctx)
+		t.Reset(s.untilNextDue(ctx))
 		select {
 		case <-ctx.Done():
 			return
@@ -171,6 +172,32 @@ func (s *Service) Run(ctx context.Context) {
 		}
 	}
 }
+
+// untilNextDue is how long the loop may sleep: until the earliest timer,
+// claim deadline or lease expiry of a run that is not paused, at most
+// PollInterval (which also bounds how late the other phases notice work).
+// A wait step fires close to its due time rather than up to a poll late.
+func (s *Service) untilNextDue(ctx context.Context) time.Duration {
+	var next sql.NullInt64
+	err := s.db.Reader().QueryRowContext(ctx, `SELECT min(at) FROM (
+		SELECT min(t.due_at) AS at FROM platform_run_timers t JOIN platform_runs r ON r.id = t.run_id WHERE r.paused = 0
+		UNION ALL SELECT min(deadline_at) FROM platform_worker_tasks WHERE status = 'ready'
+		UNION ALL SELECT min(lease_expires_at) FROM platform_worker_tasks WHERE status = 'leased')`).Scan(&next)
+	if err != nil || !next.Valid {
+		return PollInterval
+	}
+	d := time.Until(msTime(next.Int64))
+	if d <= 0 {
+		// Due already but not handled by the turn that just ran (its
+		// batch was full and the loop is woken anyway, or it keeps
+		// failing): look again soon, without spinning.
+		return pastDueRetry
+	}
+	return min(d, PollInterval)
+}
+
+// pastDueRetry is the loop's sleep when work is already due.
+const pastDueRetry = 20 * time.Millisecond
 
 // turn is one scheduler cycle. Each phase handles a bounded batch (spec 2,
 // "Limits"): runs with work, runs with due timers, pending dispatches,

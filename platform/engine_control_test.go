@@ -338,3 +338,65 @@ func TestLegacyRunCanOnlyBeCancelled(t *testing.T) {
 	is.NoErr(h.d.DB.Reader().QueryRow(`SELECT count(*) FROM platform_run_timers WHERE run_id = ?`, run.ID).Scan(&timers))
 	is.Equal(timers, 0)
 }
+
+// largeWorkflow keeps two copies of its input, then waits for a signal, so a
+// run of a 600 KB input holds over 1 MiB of state.
+const largeWorkflow = `kind: workflow
+id: acme/large
+version: 1
+input:
+  type: object
+  required: [blob]
+  properties:
+    blob: {type: string}
+vars:
+  copy: {type: string, default: ""}
+steps:
+  - id: keep
+    set:
+      copy: =input.blob
+  - id: approval
+    signal: order.approved
+    deadline: 1h
+  - id: done
+    succeed:
+      result: {}
+`
+
+// Cancelling a run whose state is over 1 MiB answers the large-run
+// acknowledgment without /state; a smaller run answers the run itself.
+func TestCancelLargeRunAcknowledgesWithoutState(t *testing.T) {
+	is := is.New(t)
+	h := newHarness(t)
+	op := h.localToken()
+	wf := h.mustPublish(op, "workflows", largeWorkflow, "large-workflow").ID
+	act := h.mustActivate(ePath(h), op, map[string]any{"published_version_id": wf}, "large-activation", "").ID
+
+	big := h.mustStartRun(op, map[string]any{"activation_id": act, "input": map[string]any{"blob": strings.Repeat("x", 600<<10)}}, "large-1")
+	h.waitRun(op, big.ID, "waiting")
+	var ack map[string]any
+	h.must(200, h.cancelRun(op, big.ID, map[string]any{"reason": "too big to show"}), &ack)
+	is.Equal(ack["id"], big.ID)
+	is.Equal(ack["status"], "cancelled")
+	is.Equal(ack["capacity_limited"], true)
+	is.Equal(ack["external_effects_may_continue"], false) // only a signal wait was issued
+	is.True(ack["accepted_sequence"].(float64) > 0)
+	is.Equal(ack["omitted"], []any{map[string]any{"path": "/state", "reason": "resource_limit"}})
+	_, hasState := ack["state"]
+	is.True(!hasState)
+	// A second cancel answers the same acknowledgment and records nothing.
+	var again map[string]any
+	h.must(200, h.cancelRun(op, big.ID, map[string]any{"reason": "again"}), &again)
+	is.Equal(again, ack)
+	// The run itself can still be read in full.
+	is.Equal(h.waitRun(op, big.ID, "cancelled").Status, "cancelled")
+
+	small := h.mustStartRun(op, map[string]any{"activation_id": act, "input": map[string]any{"blob": "x"}}, "large-2")
+	h.waitRun(op, small.ID, "waiting")
+	var run map[string]any
+	h.must(200, h.cancelRun(op, small.ID, map[string]any{"reason": "small"}), &run)
+	_, hasState = run["state"]
+	is.True(hasState)
+	_, limited := run["capacity_limited"]
+	is.True(!limited)
+}

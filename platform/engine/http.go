@@ -46,7 +46,8 @@ func (s *Service) Register(a *api.API, r *httprouter.Router) {
 		{Method: "POST", Path: base + "/{run}/cancel", Capability: auth.CapRunCancel, Idempotency: api.PolicyOptional, Handler: s.cancel,
 			OperationID: "cancelRun", Tag: tagRuns, Summary: "Cancel a run",
 			Description: "Cancels a run that has not ended; cancelling a cancelled run answers the same snapshot and records nothing; " +
-				"another ended run answers 409 PF-RUNTIME-STATE. external_effects_may_continue says whether issued work may still finish.",
+				"another ended run answers 409 PF-RUNTIME-STATE. external_effects_may_continue says whether issued work may still finish. " +
+				"A run whose state is over 1 MiB is answered by a large-run acknowledgment (CancelAck: capacity_limited, /state omitted with reason resource_limit).",
 			Request: CancelRequest{}, Response: Run{}, ETag: true},
 		{Method: "POST", Path: base + "/{run}/retry", Capability: auth.CapRunRetry, Idempotency: api.PolicyRequired, Handler: s.retry,
 			OperationID: "retryRun", Tag: tagRuns, Summary: "Retry an ended run as a new run",
@@ -268,10 +269,7 @@ func (s *Service) cancel(c *api.Call) error {
 			!errors.Is(err, kernel.ErrNoChange) {
 			return nil, refusal(err)
 		}
-		v := view(r, p)
-		may := r.State.ExternalEffectsMayContinue
-		v.ExternalEffectsMayContinue = &may
-		return &api.Result{Body: v, Revision: r.State.Seq}, nil
+		return &api.Result{Body: cancelAnswer(view(r, p), r.State.ExternalEffectsMayContinue), Revision: r.State.Seq}, nil
 	}, s.notify)
 }
 

@@ -45,10 +45,7 @@ func (s *Service) cancelLegacy(ctx context.Context, tx *sql.Tx, r runRow, reason
 	if err != nil {
 		return nil, err
 	}
-	v := view(r, p)
-	may := true
-	v.ExternalEffectsMayContinue = &may
-	return &api.Result{Body: v, Revision: st.Seq}, nil
+	return &api.Result{Body: cancelAnswer(view(r, p), true), Revision: st.Seq}, nil
 }
 
 // forgetWork deletes the scheduler's rows of run id: timers, held events,

@@ -29,6 +29,39 @@ type CancelRequest struct {
 	Reason string `json:"reason" api:"required" doc:"non-blank, at most 2000 characters"`
 }
 
+// MaxCancelStateBytes bounds the state a cancellation answer carries: a
+// larger run is acknowledged without its state (spec 2, "Large-run
+// cancellation acknowledgment"), so that cancelling never fails for size.
+const MaxCancelStateBytes = 1 << 20
+
+// CancelAck answers the cancellation of a run whose state is over
+// MaxCancelStateBytes: the run's terminal status without /state.
+type CancelAck struct {
+	ID                         string     `json:"id" format:"uuid"`
+	Status                     string     `json:"status"`
+	AcceptedSequence           int64      `json:"accepted_sequence"`
+	CapacityLimited            bool       `json:"capacity_limited" doc:"always true: the state was left out"`
+	Omitted                    []Omission `json:"omitted" doc:"what was left out, and why"`
+	ExternalEffectsMayContinue bool       `json:"external_effects_may_continue"`
+}
+
+// Omission names a part of an answer left out, and why.
+type Omission struct {
+	Path   string `json:"path" doc:"JSON pointer of the part left out"`
+	Reason string `json:"reason" doc:"resource_limit"`
+}
+
+// cancelAnswer is the answer to a cancellation: the run view, or a CancelAck
+// when the view's state is over MaxCancelStateBytes.
+func cancelAnswer(v Run, may bool) any {
+	v.ExternalEffectsMayContinue = &may
+	if b, err := json.Marshal(v.State); err == nil && len(b) <= MaxCancelStateBytes {
+		return v
+	}
+	return CancelAck{ID: v.ID, Status: v.Status, AcceptedSequence: v.AcceptedSequence, CapacityLimited: true,
+		Omitted: []Omission{{Path: "/state", Reason: "resource_limit"}}, ExternalEffectsMayContinue: may}
+}
+
 // ActivationRef names a run's activation.
 type ActivationRef struct {
 	ID string `json:"id" format:"uuid"`

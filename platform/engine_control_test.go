@@ -112,7 +112,10 @@ func TestSignalDeliversAndValidates(t *testing.T) {
 	} {
 		h.problem(422, "PF-VALIDATION", h.signalRun(op, run.ID, body, ""))
 	}
-	h.problem(413, "PF-REQUEST-TOO-LARGE", h.signalRun(op, run.ID, map[string]any{"name": "order.approved", "payload": strings.Repeat("x", 1<<20)}, ""))
+	// The payload is at most 1 MiB; a body far beyond it is refused before
+	// it is read.
+	h.problem(422, "PF-VALIDATION", h.signalRun(op, run.ID, mibApproval(1), ""))
+	h.problem(413, "PF-REQUEST-TOO-LARGE", h.signalRun(op, run.ID, mibApproval(64<<10), ""))
 	h.problem(404, "PF-NOT-FOUND", h.signalRun(op, "0194f3a0-0000-7000-8000-000000000000", map[string]any{"name": "x"}, ""))
 	h.problem(401, "PF-UNAUTHENTICATED", h.signalRun("", run.ID, map[string]any{"name": "x"}, ""))
 	_, viewer := h.user("viewer-sig", "viewer", h.localScope())
@@ -154,6 +157,12 @@ func TestSignalDeliversAndValidates(t *testing.T) {
 	is.Equal(rep.Verdict, "inconsistent")
 	// An ended run accepts no signals.
 	h.problem(409, "PF-RUNTIME-STATE", h.signalRun(op, run.ID, body, ""))
+
+	// A payload of exactly 1 MiB is accepted.
+	big := h.mustStartRun(op, map[string]any{"activation_id": act}, "sig-mib")
+	h.waitRun(op, big.ID, "waiting")
+	h.must(202, h.signalRun(op, big.ID, mibApproval(0), ""), nil)
+	h.waitRun(op, big.ID, "succeeded")
 }
 
 func TestPauseHoldsEventsUntilResume(t *testing.T) {
@@ -399,4 +408,11 @@ func TestCancelLargeRunAcknowledgesWithoutState(t *testing.T) {
 	is.True(hasState)
 	_, limited := run["capacity_limited"]
 	is.True(!limited)
+}
+
+// mibApproval is an order.approved signal whose payload is 1 MiB plus over
+// bytes.
+func mibApproval(over int) map[string]any {
+	const frame = len(`{"approver":""}`)
+	return map[string]any{"name": "order.approved", "payload": map[string]any{"approver": strings.Repeat("a", 1<<20-frame+over)}}
 }

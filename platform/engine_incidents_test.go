@@ -212,6 +212,15 @@ func TestIncidentAcceptAndList(t *testing.T) {
 		"reason": "checked with billing", "output": map[string]any{"ok": true}, "evidence_reference": "ticket-42"}
 	h.problem(422, "PF-RUNTIME-OUTPUT", h.resolveIncident(op, inc1.ID, "1", map[string]any{"receipt_id": "0190a0b0-0000-7000-8000-000000000004",
 		"kind": "accept_reconciled_result", "reason": "r", "output": map[string]any{"ok": "yes"}, "evidence_reference": "t"}))
+	// The output is within the 1 MiB payload limit; a body far beyond it is
+	// refused before it is read.
+	padded := func(over int) map[string]any {
+		const frame = len(`{"ok":true,"pad":""}`)
+		return map[string]any{"receipt_id": "0190a0b0-0000-7000-8000-000000000005", "kind": "accept_reconciled_result", "reason": "r",
+			"output": map[string]any{"ok": true, "pad": strings.Repeat("p", 1<<20-frame+over)}, "evidence_reference": "t"}
+	}
+	h.problem(422, "PF-RUNTIME-OUTPUT", h.resolveIncident(op, inc1.ID, "1", padded(1)))
+	h.problem(413, "PF-REQUEST-TOO-LARGE", h.resolveIncident(op, inc1.ID, "1", padded(64<<10)))
 	var done engine.Resolved
 	h.must(200, h.resolveIncident(op, inc1.ID, "1", body), &done)
 	is.Equal(done.Incident.Resolution.EvidenceReference, "ticket-42")

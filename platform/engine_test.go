@@ -213,6 +213,16 @@ func TestRunToCompletion(t *testing.T) {
 	f := h.waitRun(op, failed.ID, "failed")
 	is.Equal(f.State.Error.Code, "ASKED_TO_FAIL")
 
+	// The input is at most 1 MiB; a body far beyond it is refused before
+	// it is read.
+	mib := func(over int) map[string]any {
+		const frame = len(`{"name":""}`)
+		return map[string]any{"activation_id": act, "input": map[string]any{"name": strings.Repeat("n", 1<<20-frame+over)}}
+	}
+	h.must(201, h.startRun(op, mib(0), "start-mib"), nil)
+	h.problem(422, "PF-VALIDATION", h.startRun(op, mib(1), "start-mib-1"))
+	h.problem(413, "PF-REQUEST-TOO-LARGE", h.startRun(op, mib(64<<10), "start-mib-64k"))
+
 	// Validation.
 	for name, b := range map[string]any{
 		"input schema":       map[string]any{"activation_id": act, "input": map[string]any{"mode": "x"}},

@@ -57,7 +57,7 @@ func (s *Service) registerControl(add func(api.Route)) {
 			"before the waiting step's deadline wins; accepted exactly at the deadline it is too late and is buffered. A payload that " +
 			"violates a waiting step's schema answers 422 PF-VALIDATION and changes nothing; an ended run answers 409 PF-RUNTIME-STATE. " +
 			"While the run is paused the signal is held (held: true) and applied in arrival order on resume.",
-		Request: SignalRequest{}, Response: SignalAccepted{}})
+		Request: SignalRequest{}, Response: SignalAccepted{}, MaxBody: payloadBodyBytes})
 	add(api.Route{Method: "POST", Path: base + "/{run}/pause", Capability: auth.CapRunCancel, Idempotency: api.PolicyRequired,
 		Handler: s.pause(true), OperationID: "pauseRun", Tag: tagRuns, Summary: "Pause a run",
 		Description: "Stops a run from advancing: no step starts, timers and dispatches wait, and events that arrive (task outcomes, " +

@@ -23,6 +23,11 @@ const (
 	MaxKeyLen     = 200
 	MaxReasonLen  = 2000
 	MaxInputBytes = 1 << 20
+	// payloadBodyBytes bounds the bodies that carry a payload of up to 1
+	// MiB (input, signal payload, output, form data): the payload plus room
+	// for the other fields, so that an oversized payload is answered by the
+	// route's own 422 rather than the generic 413.
+	payloadBodyBytes = MaxInputBytes + 64<<10
 )
 
 // tagRuns is the OpenAPI tag of the routes.
@@ -39,7 +44,7 @@ func (s *Service) Register(a *api.API, r *httprouter.Router) {
 			Description: "Starts a run of an active activation of the environment with the input (validated against the workflow's input schema: 422 PF-VALIDATION). " +
 				"An unknown activation answers 422 PF-VALIDATION, a retired one 409 PF-CONFLICT. Built-in echo and noop tasks complete in process; " +
 				"wait steps complete through the scheduler.",
-			Request: StartRequest{}, Response: Run{}, Status: 201, ETag: true},
+			Request: StartRequest{}, Response: Run{}, Status: 201, ETag: true, MaxBody: payloadBodyBytes},
 		{Method: "GET", Path: base + "/{run}", Capability: auth.CapRunRead, Handler: s.get,
 			OperationID: "getRun", Tag: tagRuns, Summary: "Read a run", Description: "The ETag is the accepted sequence.",
 			Response: Run{}, ETag: true},
@@ -53,7 +58,7 @@ func (s *Service) Register(a *api.API, r *httprouter.Router) {
 			OperationID: "retryRun", Tag: tagRuns, Summary: "Retry an ended run as a new run",
 			Description: "Starts a new run (parent_run_id = the retried run) like POST E/runs, which also needs run.start; the retried run is unchanged. " +
 				"A run that has not ended answers 409 PF-RUNTIME-STATE.",
-			Request: StartRequest{}, Response: Run{}, Status: 201, ETag: true},
+			Request: StartRequest{}, Response: Run{}, Status: 201, ETag: true, MaxBody: payloadBodyBytes},
 		{Method: "GET", Path: base + "/{run}/history", Capability: auth.CapRunRead, Page: true, Handler: s.history,
 			OperationID: "getRunHistory", Tag: tagRuns, Summary: "List a run's accepted events in sequence order",
 			Response: api.Page[HistoryEvent]{}},

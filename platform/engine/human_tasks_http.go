@@ -110,6 +110,9 @@ func (s *Service) registerHumans(add func(api.Route)) {
 				"its form, answers 422 PF-VALIDATION. On a paused run the completion is checked now and applied when it resumes.",
 			s.completeHumanTask, HumanCompleteRequest{}),
 	} {
+		if _, ok := rt.Request.(HumanCompleteRequest); ok {
+			rt.MaxBody = payloadBodyBytes // form data of up to 1 MiB
+		}
 		add(rt)
 	}
 }
@@ -362,40 +365,43 @@ func (s *Service) completeHumanTask(c *api.Call) error {
 				h.ID, strings.Join(h.Assignees, ", "))
 		}
 		e := kernel.Event{Kind: kernel.EventHumanCompleted, TaskID: h.ID, Decision: req.Decision, Data: data, CompletedBy: by}
-		if err := s.checkHeld(ctx, tx, h, e); err != nil {
-			return h, refusal(err)
-		}
-		_, _, held, err := s.Deliver(ctx, tx, h.Environment, h.RunID, e)
+		held, err := s.checkHeld(ctx, tx, h, e)
 		if err != nil {
 			return h, refusal(err)
 		}
-		if h, err = completeHuman(ctx, tx, h, by, req.Decision, data, now); err != nil {
-			return h, err
-		}
+		// The completion is logged before Deliver steps the run, so that
+		// it comes before the lines of the steps it lets run.
 		msg := "completed by " + by + " with " + req.Decision
 		if held {
 			msg += " (held until the run resumes)"
 		}
-		return h, logHuman(ctx, tx, h, now, "human_task_completed", msg, map[string]any{"by": by, "decision": req.Decision, "held": held})
+		if err := logHuman(ctx, tx, h, now, "human_task_completed", msg, map[string]any{"by": by, "decision": req.Decision, "held": held}); err != nil {
+			return h, err
+		}
+		if _, _, _, err := s.Deliver(ctx, tx, h.Environment, h.RunID, e); err != nil {
+			return h, refusal(err)
+		}
+		return completeHuman(ctx, tx, h, by, req.Decision, data, now)
 	})
 }
 
-// checkHeld checks a completion against the state of a paused run, which
-// Deliver holds without stepping: a refusal must answer now, not be
-// dropped when the run resumes. Other runs are checked by the step itself.
-func (s *Service) checkHeld(ctx context.Context, tx *sql.Tx, h humanRow, e kernel.Event) error {
+// checkHeld answers whether Deliver will hold a completion because its run
+// is paused, and checks it against the paused state then: a refusal must
+// answer now, not be dropped when the run resumes. Other runs are checked
+// by the step itself.
+func (s *Service) checkHeld(ctx context.Context, tx *sql.Tx, h humanRow, e kernel.Event) (bool, error) {
 	r, err := getRun(ctx, tx, h.Environment, h.RunID)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if !r.Paused || r.State.Status.Terminal() {
-		return nil
+		return false, nil
 	}
 	p, err := s.program(ctx, tx, r.Project, r.PublishedVersionID)
 	if err != nil {
-		return err
+		return false, err
 	}
 	e.Seq, e.At = r.State.Seq+1, s.timestamp()
 	_, _, err = kernel.Step(p.p, r.State, e)
-	return err
+	return true, err
 }

@@ -83,7 +83,7 @@ func (s *Service) registerIncidents(add func(api.Route)) {
 				"Incident state table: retry_safe, accept_reconciled_result (output and evidence_reference) or terminate (the run is " +
 				"cancelled). The same receipt_id with the same body and revision by the same principal answers the committed result; " +
 				"otherwise a reused receipt_id answers 409 PF-INCIDENT-RECEIPT-CONFLICT.",
-			Request: ResolveRequest{}, Response: Resolved{}, ETag: true},
+			Request: ResolveRequest{}, Response: Resolved{}, ETag: true, MaxBody: payloadBodyBytes},
 	} {
 		add(rt)
 	}

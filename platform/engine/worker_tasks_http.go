@@ -152,7 +152,7 @@ func (s *Service) registerWorkers(add func(api.Route)) {
 			Description: "Feeds task_completed to the run in the transaction that ends the task. An output the pinned output schema " +
 				"refuses is 422 PF-VALIDATION and changes nothing (the lease is kept). The same request sent again by the lease holder " +
 				"answers the same result; any other call about the ended task is 409 PF-RUNTIME-STATE.",
-			Request: CompleteRequest{}, Response: TaskReport{}},
+			Request: CompleteRequest{}, Response: TaskReport{}, MaxBody: payloadBodyBytes},
 		{Method: "POST", Path: tasksBase + "/fail", Capability: auth.CapTaskClaim, Idempotency: api.PolicyOptional, Handler: s.fail,
 			OperationID: "failTask", Tag: tagTasks, Summary: "Report the failure of a claimed task",
 			Description: "Feeds task_failed to the run: a retryable failure follows the step's retry policy (a new attempt is a new " +

@@ -301,19 +301,42 @@ func (db *DB) commit(batch []*writeReq) {
 			shared = append(shared, r)
 		}
 	}
-	if len(shared) == 0 {
-		return
+	for len(shared) > 0 {
+		shared = db.commitShared(shared)
 	}
+}
+
+// ErrBatchAborted answers a write that ran in a shared transaction which
+// SQLite rolled back because a later write of the same batch was
+// interrupted (its context ended while a statement ran): nothing of the
+// write was kept, and it may be retried.
+var ErrBatchAborted = errors.New("store: the shared transaction was rolled back when another write was interrupted; nothing of this write was kept")
+
+// commitShared runs writes in one transaction, each in its own savepoint,
+// and commits them. When an interrupted write has rolled the transaction
+// back, it answers that write and the ones before it, and returns the
+// writes after it, for a transaction of their own: they must not run
+// outside one.
+func (db *DB) commitShared(shared []*writeReq) []*writeReq {
 	tx, err := db.writer.Begin()
 	if err != nil {
 		for _, r := range shared {
 			r.err <- fmt.Errorf("store: begin: %w", err)
 		}
-		return
+		return nil
 	}
 	results := make([]error, len(shared))
 	for i, r := range shared {
-		results[i] = runSavepoint(tx, r.fn)
+		var lost bool
+		results[i], lost = runSavepoint(tx, r.fn)
+		if lost {
+			_ = tx.Rollback() // the transaction is already gone
+			for _, earlier := range shared[:i] {
+				earlier.err <- ErrBatchAborted
+			}
+			r.err <- results[i]
+			return shared[i+1:]
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		for i := range results {
@@ -328,6 +351,7 @@ func (db *DB) commit(batch []*writeReq) {
 		}
 		r.err <- results[i]
 	}
+	return nil
 }
 
 func (db *DB) commitOne(fn func(*sql.Tx) error) error {
@@ -345,20 +369,23 @@ func (db *DB) commitOne(fn func(*sql.Tx) error) error {
 	return nil
 }
 
-func runSavepoint(tx *sql.Tx, fn func(*sql.Tx) error) error {
+// runSavepoint runs fn in a savepoint of tx. lost reports that the
+// savepoint is gone: SQLite rolled the whole transaction back (an
+// interrupted statement does that), so nothing of tx is left.
+func runSavepoint(tx *sql.Tx, fn func(*sql.Tx) error) (err error, lost bool) {
 	if _, err := tx.Exec("SAVEPOINT w"); err != nil {
-		return fmt.Errorf("store: savepoint: %w", err)
+		return fmt.Errorf("store: savepoint: %w", err), true
 	}
 	if err := safeCall(tx, fn); err != nil {
 		if _, rbErr := tx.Exec("ROLLBACK TO w; RELEASE w"); rbErr != nil {
-			return errors.Join(err, fmt.Errorf("store: rollback to savepoint: %w", rbErr))
+			return errors.Join(err, fmt.Errorf("store: rollback to savepoint: %w", rbErr)), true
 		}
-		return err
+		return err, false
 	}
 	if _, err := tx.Exec("RELEASE w"); err != nil {
-		return fmt.Errorf("store: release savepoint: %w", err)
+		return fmt.Errorf("store: release savepoint: %w", err), true
 	}
-	return nil
+	return nil, false
 }
 
 // safeCall turns a panic in a write function into an error so one bad request

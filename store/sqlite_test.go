@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 )
@@ -344,4 +345,57 @@ func TestWriteThenRunsInCommitOrderOnlyAfterCommit(t *testing.T) {
 		committed = append(committed, v)
 	}
 	is.Equal(order, committed)
+}
+
+// A write whose statement is interrupted (its context is cancelled while
+// it runs) makes SQLite roll back the whole shared transaction. The writes
+// that ran before it in the batch are told so, and nothing of theirs is
+// kept; the writes after it commit in a transaction of their own, and none
+// runs outside a transaction.
+func TestInterruptedWriteLeavesItsBatchConsistent(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	db, _ := openTest(t, testMigs)
+	note := func(body string) func(*sql.Tx) error {
+		return func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO notes(body) VALUES (?)`, body)
+			return err
+		}
+	}
+	// The writer is held until the three writes are queued, so that they
+	// make one batch.
+	gate, running := make(chan struct{}), make(chan struct{})
+	blocker := db.Go(ctx, func(*sql.Tx) error { close(running); <-gate; return nil }, nil)
+	<-running
+	before := db.Go(ctx, note("before"), nil)
+	slowCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	started := make(chan struct{})
+	slow := db.Go(slowCtx, func(tx *sql.Tx) error {
+		close(started)
+		_, err := tx.ExecContext(slowCtx, `INSERT INTO notes(body)
+			WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000000) SELECT 'slow' FROM n`)
+		return err
+	}, nil)
+	after := db.Go(ctx, note("after"), nil)
+	close(gate)
+	is.NoErr(<-blocker)
+	<-started
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	is.True(errors.Is(<-before, ErrBatchAborted))
+	is.True(<-slow != nil)
+	is.NoErr(<-after)
+	var bodies []string
+	rows, err := db.Reader().Query(`SELECT body FROM notes ORDER BY id`)
+	is.NoErr(err)
+	defer rows.Close()
+	for rows.Next() {
+		var b string
+		is.NoErr(rows.Scan(&b))
+		bodies = append(bodies, b)
+	}
+	is.Equal(bodies, []string{"after"})
+	is.NoErr(db.Write(ctx, note("later")))
+	is.Equal(count(t, db, "notes"), 2)
 }

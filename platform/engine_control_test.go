@@ -188,6 +188,9 @@ func TestPauseHoldsEventsUntilResume(t *testing.T) {
 	is.True(twice.Paused)
 	is.Equal(twice.AcceptedSequence, paused.AcceptedSequence)
 
+	// A signal the paused state refuses answers now rather than being held
+	// and dropped on resume.
+	h.problem(422, "PF-VALIDATION", h.signalRun(op, run.ID, map[string]any{"name": "order.approved", "payload": map[string]any{"approver": 7}}, ""))
 	var acc engine.SignalAccepted
 	h.must(202, h.signalRun(op, run.ID, map[string]any{"name": "order.approved", "payload": map[string]any{"approver": "ada"}}, ""), &acc)
 	is.True(acc.Held)
@@ -256,6 +259,22 @@ func TestChildRunsReportToTheirCaller(t *testing.T) {
 	h.waitRun(op, childID, "waiting")
 	h.must(200, h.cancelRun(op, wait.ID, map[string]any{"reason": "stop"}), nil)
 	h.waitRun(op, childID, "cancelled")
+
+	// A paused child is cancelled too: a cancellation is never held.
+	held := h.mustStartRun(op, map[string]any{"activation_id": act, "input": map[string]any{"name": "ada", "mode": "wait", "pause": "1h"}}, "caller-4")
+	h.waitRun(op, held.ID, "running")
+	childID = ""
+	for childID == "" {
+		is.NoErr(h.d.DB.Reader().QueryRow(`SELECT coalesce(max(id), '') FROM platform_runs WHERE caller_run_id = ?`, held.ID).Scan(&childID))
+		if time.Now().After(deadline) {
+			t.Fatal("no child run")
+		}
+	}
+	h.waitRun(op, childID, "waiting")
+	h.must(200, h.pauseRun(op, childID, "pause", nil, "caller-4-pause"), nil)
+	h.must(200, h.cancelRun(op, held.ID, map[string]any{"reason": "stop"}), nil)
+	child := h.waitRun(op, childID, "cancelled")
+	is.True(!child.Paused)
 }
 
 // TestOutboxPublishesLifecycleEvents: run lifecycle events reach the

@@ -1,6 +1,8 @@
 package platform_test
 
 import (
+	"context"
+	"database/sql"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -257,4 +259,40 @@ func TestIncidentAccess(t *testing.T) {
 	h.problem(404, "PF-NOT-FOUND", h.do(req{method: "POST", token: op, body: body, hdr: map[string]string{"If-Match": "1"},
 		path: h.envPath(h.ws.TenantID, h.ws.ProjectID, other.ID) + "/incidents/" + inc.ID + "/resolve"}))
 	h.waitRun(op, run.ID, "suspended")
+}
+
+// An incident of a run whose state cannot be shown appears in the
+// environment's list as a safe placeholder, before and after the run is
+// cancelled; the rest of the list is unaffected.
+func TestIncidentListShowsLegacyRunsAsPlaceholders(t *testing.T) {
+	is := is.New(t)
+	h := newHarness(t)
+	op := h.localToken()
+	act := setupSlow(h)
+	legacy, legacyInc := h.suspendedRun(op, act, "legacy-inc-1")
+	_, other := h.suspendedRun(op, act, "legacy-inc-2")
+	is.NoErr(h.d.DB.Write(context.Background(), func(tx *sql.Tx) error {
+		_, err := tx.Exec(`UPDATE platform_runs SET state = json_set(state, '$.format', 0) WHERE id = ?`, legacy.ID)
+		return err
+	}))
+	list := func() map[string]engine.Incident {
+		var page incidentPage
+		h.must(200, h.get(ePath(h)+"/incidents", op), &page)
+		out := map[string]engine.Incident{}
+		for _, i := range page.Items {
+			out[i.ID] = i
+		}
+		return out
+	}
+	got := list()
+	is.Equal(len(got), 2)
+	is.Equal(got[other.ID], other)
+	is.Equal(got[legacyInc.ID], engine.Incident{ID: legacyInc.ID, RunID: legacy.ID, Status: "active", OpenedAt: got[legacyInc.ID].OpenedAt, Unavailable: true})
+	is.True(!got[legacyInc.ID].OpenedAt.IsZero())
+
+	h.must(200, h.cancelRun(op, legacy.ID, map[string]any{"reason": "cannot be shown"}), nil)
+	got = list()
+	is.Equal(got[legacyInc.ID].Status, "resolved")
+	is.True(got[legacyInc.ID].Unavailable)
+	is.Equal(got[other.ID], other)
 }

@@ -56,7 +56,7 @@ func (s *Service) registerControl(add func(api.Route)) {
 			"a signal nobody waits for yet is buffered (at most 1000 per run: 429 PF-OPERATION-CAPACITY). A signal accepted strictly " +
 			"before the waiting step's deadline wins; accepted exactly at the deadline it is too late and is buffered. A payload that " +
 			"violates a waiting step's schema answers 422 PF-VALIDATION and changes nothing; an ended run answers 409 PF-RUNTIME-STATE. " +
-			"While the run is paused the signal is held (held: true) and applied in arrival order on resume.",
+			"While the run is paused the signal is checked against the paused state, then held (held: true) and applied in arrival order on resume.",
 		Request: SignalRequest{}, Response: SignalAccepted{}, MaxBody: payloadBodyBytes})
 	add(api.Route{Method: "POST", Path: base + "/{run}/pause", Capability: auth.CapRunCancel, Idempotency: api.PolicyRequired,
 		Handler: s.pause(true), OperationID: "pauseRun", Tag: tagRuns, Summary: "Pause a run",

@@ -121,9 +121,12 @@ func (s *Service) dispatch(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	for _, d := range claimed {
-		callCtx, cancel := context.WithCancel(ctx)
+		var callCtx context.Context
+		var cancel context.CancelFunc
 		if d.Spec.Deadline != nil {
 			callCtx, cancel = context.WithDeadline(ctx, *d.Spec.Deadline)
+		} else {
+			callCtx, cancel = context.WithCancel(ctx)
 		}
 		s.track(d.TaskID, cancel)
 		s.calls.Add(1)
@@ -131,14 +134,11 @@ func (s *Service) dispatch(ctx context.Context) (bool, error) {
 			defer s.calls.Done()
 			defer s.untrack(d.TaskID)
 			o := s.perform1(callCtx, d)
-			if ctx.Err() != nil {
-				return // shutting down: the started row makes the outcome unknown on restart
+			if ctx.Err() != nil && o.Unknown {
+				return // shutting down cut the call: the started row makes the outcome unknown on restart
 			}
-			fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), outcomeDeadline)
-			defer fcancel()
-			if err := s.finish(fctx, d.TaskID, o); err != nil {
-				s.logErr(ctx, "report task "+d.TaskID, err)
-			}
+			// An outcome that arrived is recorded, even while shutting down.
+			s.recordOutcome(context.WithoutCancel(ctx), d.TaskID, o)
 		}()
 	}
 	return len(claimed) == dispatchBatch, nil
@@ -155,6 +155,28 @@ func (s *Service) perform1(ctx context.Context, d dispatchRow) outcome {
 	return outcome{Err: &kernel.TaskError{Code: "EXECUTOR_UNAVAILABLE",
 		Message: fmt.Sprintf("no executor can perform %s here: only the built-in http, echo and noop adapters and worker queues are served", d.Spec.Ref)}}
 }
+
+// recordOutcome records the outcome of dispatched task id, trying again a few
+// times when the write fails: an outcome left unrecorded would reach the
+// run only as an unknown one (after a restart, or the attempt's timer).
+func (s *Service) recordOutcome(ctx context.Context, id string, o outcome) {
+	var err error
+	for attempt := range reportAttempts {
+		if attempt > 0 {
+			time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
+		}
+		fctx, cancel := context.WithTimeout(ctx, outcomeDeadline)
+		err = s.finish(fctx, id, o)
+		cancel()
+		if err == nil {
+			return
+		}
+	}
+	s.logErr(ctx, "report task "+id, err)
+}
+
+// reportAttempts bounds the writes of one outcome.
+const reportAttempts = 3
 
 // finish reports the outcome of dispatched task id: the dispatch row is
 // deleted and the event fed to the run in one transaction. A task that was
@@ -184,11 +206,7 @@ func (s *Service) finish(ctx context.Context, id string, o outcome) error {
 			}
 		}
 		_, _, _, err = s.Deliver(ctx, tx, "", run, o.event(id))
-		if kernel.ErrorCode(err) != "" || errors.Is(err, errLegacy) {
-			return writeLog(ctx, tx, run, logLine{At: s.timestamp(), Level: "warn", Type: "event_refused",
-				Message: fmt.Sprintf("outcome of task %s refused: %v", id, err)})
-		}
-		return err
+		return dropRefused(ctx, tx, run, s.timestamp(), "outcome of task "+id, err)
 	})
 	if err == nil {
 		s.notify()
@@ -225,4 +243,15 @@ func (s *Service) cancelInFlight(id string) {
 	if ok {
 		cancel()
 	}
+}
+
+// dropRefused turns the refusal of a task outcome into a note in the run's
+// log: the kernel no longer waits for the attempt (it was withdrawn or
+// timed out meanwhile), or the run's state cannot be read (a legacy run,
+// which only cancellation changes). Other errors are returned.
+func dropRefused(ctx context.Context, tx *sql.Tx, run string, at time.Time, what string, err error) error {
+	if kernel.ErrorCode(err) == "" && !errors.Is(err, errLegacy) {
+		return err
+	}
+	return writeLog(ctx, tx, run, logLine{At: at, Level: "warn", Type: "event_refused", Message: fmt.Sprintf("%s refused: %v", what, err)})
 }

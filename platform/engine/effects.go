@@ -150,7 +150,8 @@ func (s *Service) startChild(ctx context.Context, tx *sql.Tx, caller *runRow, c 
 		Message: "child run " + c.ID + " started (" + c.Ref + ")"})
 }
 
-// cancelChild asks a child run to stop (through its inbox).
+// cancelChild asks a child run to stop (through its inbox, or at once
+// when it is paused).
 func (s *Service) cancelChild(ctx context.Context, tx *sql.Tx, caller *runRow, c *kernel.Child, reason string) error {
 	if c == nil {
 		return nil
@@ -165,7 +166,20 @@ func (s *Service) cancelChild(ctx context.Context, tx *sql.Tx, caller *runRow, c
 	if err != nil {
 		return err
 	}
-	return s.enqueue(ctx, tx, c.ID, kernel.Event{Kind: kernel.EventCancelRequested, Reason: "caller: " + reason})
+	e := kernel.Event{Kind: kernel.EventCancelRequested, Reason: "caller: " + reason}
+	if child.Paused {
+		// The loop leaves a paused run's inbox alone, and a cancellation
+		// is never held: the child is cancelled now.
+		p, err := s.program(ctx, tx, child.Project, child.PublishedVersionID)
+		if err != nil {
+			return err
+		}
+		if _, err := s.apply(ctx, tx, &child, p, e); err != nil && kernel.ErrorCode(err) == "" {
+			return err
+		}
+		return nil
+	}
+	return s.enqueue(ctx, tx, c.ID, e)
 }
 
 // completed handles the end of a run: the outbox event, and
@@ -209,7 +223,7 @@ func (s *Service) enqueue(ctx context.Context, tx *sql.Tx, id string, e kernel.E
 
 // Deliver feeds e to run id of environment env ("" for any) in tx: at once,
 // or held in the run's inbox while the run is paused (a cancellation is
-// never held). It answers the run as it is after the event, and whether
+// never held; a held event is checked against the paused state first). It answers the run as it is after the event, and whether
 // the event was held. A kernel refusal is returned as *kernel.Error and
 // writes nothing. The caller wakes the loop (Notify) after the commit.
 func (s *Service) Deliver(ctx context.Context, tx *sql.Tx, env, id string, e kernel.Event) (runRow, *program, bool, error) {
@@ -222,6 +236,14 @@ func (s *Service) Deliver(ctx context.Context, tx *sql.Tx, env, id string, e ker
 		return r, nil, false, err
 	}
 	if r.Paused && e.Kind != kernel.EventCancelRequested && !r.State.Status.Terminal() {
+		// Held until the run resumes: checked now against the paused
+		// state, so that a refusal answers the sender rather than being
+		// dropped on resume.
+		probe := e
+		probe.Seq, probe.At = r.State.Seq+1, s.timestamp()
+		if _, _, err := kernel.Step(p.p, r.State, probe); err != nil {
+			return r, p, false, err
+		}
 		return r, p, true, s.enqueue(ctx, tx, id, e)
 	}
 	_, err = s.apply(ctx, tx, &r, p, e)

@@ -79,5 +79,5 @@ func TestMigrations(t *testing.T) {
 	for _, x := range m {
 		versions = append(versions, x.Version)
 	}
-	is.Equal(versions, []int{6, 10, 12, 13, 14, 17, 25})
+	is.Equal(versions, []int{6, 10, 12, 13, 14, 17, 25, 26})
 }

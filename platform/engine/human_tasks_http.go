@@ -365,10 +365,11 @@ func (s *Service) completeHumanTask(c *api.Call) error {
 				h.ID, strings.Join(h.Assignees, ", "))
 		}
 		e := kernel.Event{Kind: kernel.EventHumanCompleted, TaskID: h.ID, Decision: req.Decision, Data: data, CompletedBy: by}
-		held, err := s.checkHeld(ctx, tx, h, e)
+		r, err := getRun(ctx, tx, h.Environment, h.RunID)
 		if err != nil {
-			return h, refusal(err)
+			return h, err
 		}
+		held := r.Paused && !r.State.Status.Terminal() // Deliver holds it
 		// The completion is logged before Deliver steps the run, so that
 		// it comes before the lines of the steps it lets run.
 		msg := "completed by " + by + " with " + req.Decision
@@ -383,25 +384,4 @@ func (s *Service) completeHumanTask(c *api.Call) error {
 		}
 		return completeHuman(ctx, tx, h, by, req.Decision, data, now)
 	})
-}
-
-// checkHeld answers whether Deliver will hold a completion because its run
-// is paused, and checks it against the paused state then: a refusal must
-// answer now, not be dropped when the run resumes. Other runs are checked
-// by the step itself.
-func (s *Service) checkHeld(ctx context.Context, tx *sql.Tx, h humanRow, e kernel.Event) (bool, error) {
-	r, err := getRun(ctx, tx, h.Environment, h.RunID)
-	if err != nil {
-		return false, err
-	}
-	if !r.Paused || r.State.Status.Terminal() {
-		return false, nil
-	}
-	p, err := s.program(ctx, tx, r.Project, r.PublishedVersionID)
-	if err != nil {
-		return false, err
-	}
-	e.Seq, e.At = r.State.Seq+1, s.timestamp()
-	_, _, err = kernel.Step(p.p, r.State, e)
-	return true, err
 }

@@ -48,6 +48,9 @@ type Incident struct {
 	OpenedAt   time.Time          `json:"opened_at"`
 	Deadline   *time.Time         `json:"deadline,omitempty"`
 	Resolution *kernel.Resolution `json:"resolution,omitempty" doc:"set once resolved; kind run_ended when the run ended while it was active"`
+	// Unavailable marks the safe placeholder of an incident whose run's
+	// state cannot be shown (PF-LEGACY-UNAVAILABLE).
+	Unavailable bool `json:"unavailable,omitempty" doc:"true on the placeholder of an incident whose run's state cannot be shown: only id, run_id, status and opened_at are known"`
 }
 
 // ResolveRequest is the body of POST E/incidents/{incident}/resolve.
@@ -155,17 +158,20 @@ func (s *Service) listIncidents(c *api.Call) error {
 	if err := requireEnvironment(ctx, rd, sc); err != nil {
 		return err
 	}
-	rows, err := rd.QueryContext(ctx, `SELECT incident_id, run_id FROM platform_run_incidents
+	rows, err := rd.QueryContext(ctx, `SELECT incident_id, run_id, status, opened_at FROM platform_run_incidents
 		WHERE environment_id = ? AND incident_id > ? AND (? = '' OR status = ?) ORDER BY incident_id LIMIT ?`,
 		sc.Environment, q.After, status, status, q.Fetch())
 	if err != nil {
 		return fmt.Errorf("engine: list incidents: %w", err)
 	}
-	type ref struct{ incident, run string }
+	type ref struct {
+		incident, run, status string
+		opened                int64
+	}
 	var refs []ref
 	for rows.Next() {
 		var x ref
-		if err := rows.Scan(&x.incident, &x.run); err != nil {
+		if err := rows.Scan(&x.incident, &x.run, &x.status, &x.opened); err != nil {
 			rows.Close()
 			return fmt.Errorf("engine: list incidents: %w", err)
 		}
@@ -180,14 +186,17 @@ func (s *Service) listIncidents(c *api.Call) error {
 	for _, x := range refs {
 		r, ok := runs[x.run]
 		if !ok {
-			if r, err = getRun(ctx, rd, sc.Environment, x.run); err != nil {
+			if r, err = getRun(ctx, rd, sc.Environment, x.run); err != nil && !errors.Is(err, errLegacy) {
 				return err
 			}
 			runs[x.run] = r
 		}
 		inc := r.State.Incidents[x.incident]
-		if inc == nil {
-			return fmt.Errorf("engine: incident %s is indexed but not in run %s", x.incident, x.run)
+		if r.Legacy || inc == nil {
+			// The run's state cannot be shown, or was replaced when such a
+			// run was cancelled: a placeholder from the index.
+			items = append(items, Incident{ID: x.incident, RunID: x.run, Status: x.status, OpenedAt: msTime(x.opened), Unavailable: true})
+			continue
 		}
 		items = append(items, incidentView(r.ID, inc))
 	}

@@ -33,6 +33,10 @@ func (s *Service) cancelLegacy(ctx context.Context, tx *sql.Tx, r runRow, reason
 	if err := forgetWork(ctx, tx, r.ID); err != nil {
 		return nil, err
 	}
+	// Its incidents ended with it, as any run's do.
+	if _, err := tx.ExecContext(ctx, `UPDATE platform_run_incidents SET status = 'resolved' WHERE run_id = ?`, r.ID); err != nil {
+		return nil, fmt.Errorf("engine: close incidents of legacy run: %w", err)
+	}
 	r.State, r.UpdatedAt, r.Legacy = st, now, false
 	if err := writeLog(ctx, tx, r.ID, logLine{At: now, Seq: st.Seq, Level: "warn", Type: "run_cancelled",
 		Message: "legacy run cancelled; its state was replaced by an unavailable terminal state: " + reason}); err != nil {

@@ -19,7 +19,7 @@ func schedulerDB(t *testing.T) *store.DB {
 	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), []store.Migration{{Version: 1, Name: "0001_runs", SQL: `
 		CREATE TABLE platform_runs (id TEXT PRIMARY KEY, tenant_id TEXT, environment_id TEXT, needs_work INTEGER, paused INTEGER, updated_at INTEGER);
 		CREATE TABLE platform_run_timers (run_id TEXT, timer_id TEXT, due_at INTEGER);
-		CREATE TABLE platform_worker_tasks (task_id TEXT, status TEXT, deadline_at INTEGER, lease_expires_at INTEGER);`}}, store.Options{})
+		CREATE TABLE platform_worker_tasks (task_id TEXT, run_id TEXT, status TEXT, deadline_at INTEGER, lease_expires_at INTEGER);`}}, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,9 +101,14 @@ func TestLoopSleepsUntilTheNextDueTime(t *testing.T) {
 	exec(`INSERT INTO platform_run_timers VALUES ('r', 'x', ?)`, now.Add(80*time.Millisecond).UnixMilli())
 	d := s.untilNextDue(ctx)
 	is.True(d > 0 && d <= 80*time.Millisecond)
-	// A claim deadline or a lease expiry counts too.
-	exec(`INSERT INTO platform_worker_tasks VALUES ('w1', 'ready', ?, NULL)`, now.Add(30*time.Millisecond).UnixMilli())
+	// The passed claim deadline of a paused run's task does not count (the
+	// loop leaves it alone until the run resumes); a claim deadline or a
+	// lease expiry of other runs counts.
+	exec(`INSERT INTO platform_worker_tasks VALUES ('w0', 'p', 'ready', ?, NULL)`, now.Add(-time.Hour).UnixMilli())
+	d = s.untilNextDue(ctx)
+	is.True(d > 0 && d <= 80*time.Millisecond)
+	exec(`INSERT INTO platform_worker_tasks VALUES ('w1', 'r', 'ready', ?, NULL)`, now.Add(30*time.Millisecond).UnixMilli())
 	is.True(s.untilNextDue(ctx) <= 30*time.Millisecond)
-	exec(`INSERT INTO platform_worker_tasks VALUES ('w2', 'leased', NULL, ?)`, now.Add(-time.Second).UnixMilli())
+	exec(`INSERT INTO platform_worker_tasks VALUES ('w2', 'r', 'leased', NULL, ?)`, now.Add(-time.Second).UnixMilli())
 	is.Equal(s.untilNextDue(ctx), pastDueRetry) // due already: look again soon, no spin
 }

@@ -181,7 +181,8 @@ func (s *Service) untilNextDue(ctx context.Context) time.Duration {
 	var next sql.NullInt64
 	err := s.db.Reader().QueryRowContext(ctx, `SELECT min(at) FROM (
 		SELECT min(t.due_at) AS at FROM platform_run_timers t JOIN platform_runs r ON r.id = t.run_id WHERE r.paused = 0
-		UNION ALL SELECT min(deadline_at) FROM platform_worker_tasks WHERE status = 'ready'
+		UNION ALL SELECT min(w.deadline_at) FROM platform_worker_tasks w JOIN platform_runs r ON r.id = w.run_id
+			WHERE w.status = 'ready' AND r.paused = 0
 		UNION ALL SELECT min(lease_expires_at) FROM platform_worker_tasks WHERE status = 'leased')`).Scan(&next)
 	if err != nil || !next.Valid {
 		return PollInterval

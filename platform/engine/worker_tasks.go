@@ -247,13 +247,8 @@ func (s *Service) recoverLease(ctx context.Context, tx *sql.Tx, id string) error
 		return err
 	}
 	_, _, _, err = s.Deliver(ctx, tx, w.Environment, w.RunID, kernel.Event{Kind: kernel.EventTaskOutcomeUnknown, TaskID: id})
-	if kernel.ErrorCode(err) != "" {
-		// The kernel no longer waits for the attempt (it timed out at the
-		// same moment): the row stays deleted, with a note.
-		return writeLog(ctx, tx, w.RunID, logLine{At: now, Level: "warn", Type: "event_refused",
-			Message: fmt.Sprintf("unknown outcome of task %s refused: %v", id, err)})
-	}
-	return err
+	// A refusal leaves the row deleted, with a note.
+	return dropRefused(ctx, tx, w.RunID, now, "unknown outcome of task "+id, err)
 }
 
 // claimDeadline is when a worker must have claimed an attempt issued at
@@ -317,9 +312,5 @@ func (s *Service) expireOne(ctx context.Context, tx *sql.Tx, id string) error {
 	}
 	_, _, _, err = s.Deliver(ctx, tx, w.Environment, w.RunID, kernel.Event{Kind: kernel.EventTaskFailed, TaskID: id,
 		Error: &kernel.TaskError{Code: "TASK_NOT_CLAIMED", Message: msg}, Retryable: true})
-	if kernel.ErrorCode(err) != "" {
-		return writeLog(ctx, tx, w.RunID, logLine{At: now, Level: "warn", Type: "event_refused",
-			Message: fmt.Sprintf("expiry of task %s refused: %v", id, err)})
-	}
-	return err
+	return dropRefused(ctx, tx, w.RunID, now, "expiry of task "+id, err)
 }

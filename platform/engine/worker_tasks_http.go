@@ -473,19 +473,7 @@ func (s *Service) report(c *api.Call, id, worker, outcome string, e kernel.Event
 			}
 			return nil, endedConflict(id, end)
 		}
-		r, p, err := s.load(ctx, tx, w.RunID)
-		if err != nil {
-			return nil, err
-		}
 		now := s.timestamp()
-		if r.Paused && !r.State.Status.Terminal() {
-			// Held until the run resumes: check now that the kernel takes it.
-			probe := e
-			probe.Seq, probe.At = r.State.Seq+1, now
-			if _, _, err := kernel.Step(p.p, r.State, probe); err != nil {
-				return nil, refusal(err)
-			}
-		}
 		r, _, held, err := s.Deliver(ctx, tx, sc.Environment, w.RunID, e)
 		if err != nil {
 			return nil, refusal(err)

@@ -37,7 +37,7 @@ func (s *Service) perform(ctx context.Context, tx *sql.Tx, r *runRow, p *program
 		case kernel.EffectCancelChild:
 			err = s.cancelChild(ctx, tx, r, ef.Child, ef.Reason)
 		case kernel.EffectRunCompleted:
-			err = s.completed(ctx, tx, r, ef.Completion)
+			err = s.completed(ctx, tx, r, p, ef.Completion)
 		case kernel.EffectOpenIncident:
 			err = s.emitOutbox(ctx, tx, r, EventIncidentOpened, ef.Incident)
 		case kernel.EffectResolveIncident:
@@ -184,11 +184,13 @@ func (s *Service) cancelChild(ctx context.Context, tx *sql.Tx, caller *runRow, c
 
 // completed handles the end of a run: the outbox event, and
 // child_completed for the caller of a child run.
-func (s *Service) completed(ctx context.Context, tx *sql.Tx, r *runRow, c *kernel.Completion) error {
+func (s *Service) completed(ctx context.Context, tx *sql.Tx, r *runRow, p *program, c *kernel.Completion) error {
 	if c == nil {
 		return nil
 	}
-	if err := s.emitOutbox(ctx, tx, r, "platform.run."+string(c.Status), c); err != nil {
+	published := *c // subscribers see the output as run views show it
+	published.Output = redact(c.Output, p.sec.Output)
+	if err := s.emitOutbox(ctx, tx, r, "platform.run."+string(c.Status), published); err != nil {
 		return err
 	}
 	if err := writeLog(ctx, tx, r.ID, logLine{At: s.timestamp(), Seq: r.State.Seq, Type: "run_" + string(c.Status),

@@ -18,6 +18,9 @@ func TestRedact(t *testing.T) {
 	is.Equal(string(redact(raw, nil)), string(raw))
 	is.Equal(string(redact(raw, []string{""})), `"[redacted]"`)
 	is.Equal(string(redact(json.RawMessage(`{broken`), []string{"/a"})), `"[redacted]"`)
+	// Numbers keep their text (no float64 round trip).
+	is.Equal(string(redact(json.RawMessage(`{"id":9007199254740993,"f":1.50,"k":"s"}`), []string{"/k"})),
+		`{"f":1.50,"id":9007199254740993,"k":"[redacted]"}`)
 }
 
 func TestCheckStart(t *testing.T) {

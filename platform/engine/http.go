@@ -308,14 +308,13 @@ func (s *Service) history(c *api.Call) error {
 	if err != nil {
 		return err
 	}
-	secretInput, _ := p.p.SecretPointers()
 	rows, err := listEvents(ctx, r, id, after, q.Fetch())
 	if err != nil {
 		return err
 	}
 	items := make([]HistoryEvent, 0, len(rows))
 	for _, e := range rows {
-		payload, err := redactEvent(e.Payload, secretInput)
+		payload, err := p.sec.event(e.Payload)
 		if err != nil {
 			return err
 		}
@@ -326,24 +325,4 @@ func (s *Service) history(c *api.Call) error {
 		return err
 	}
 	return c.OK(page)
-}
-
-// redactEvent redacts the secret input values of a started event.
-func redactEvent(payload json.RawMessage, secretInput []string) (json.RawMessage, error) {
-	if len(secretInput) == 0 {
-		return payload, nil
-	}
-	var e kernel.Event
-	if err := json.Unmarshal(payload, &e); err != nil {
-		return nil, fmt.Errorf("engine: stored event: %w", err)
-	}
-	if e.Kind != kernel.EventStarted {
-		return payload, nil
-	}
-	e.Input = redact(e.Input, secretInput)
-	out, err := json.Marshal(e)
-	if err != nil {
-		return nil, fmt.Errorf("engine: encode event: %w", err)
-	}
-	return out, nil
 }

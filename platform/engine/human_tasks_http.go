@@ -382,6 +382,12 @@ func (s *Service) completeHumanTask(c *api.Call) error {
 		if _, _, _, err := s.Deliver(ctx, tx, h.Environment, h.RunID, e); err != nil {
 			return h, refusal(err)
 		}
-		return completeHuman(ctx, tx, h, by, req.Decision, data, now)
+		// The task keeps its data for views only (the run's state holds
+		// the real values): secret fields of the form are redacted.
+		p, err := s.program(ctx, tx, r.Project, r.PublishedVersionID)
+		if err != nil {
+			return h, err
+		}
+		return completeHuman(ctx, tx, h, by, req.Decision, redact(data, p.sec.Forms[h.NodeID]), now)
 	})
 }

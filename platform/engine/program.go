@@ -24,6 +24,8 @@ type program struct {
 	// adapters maps an action reference ("acme/lookup@1") to the adapter
 	// its binding names ("" for other bindings).
 	adapters map[string]string
+	// sec says where its runs' values hold secrets.
+	sec secrets
 }
 
 // artifactRefs are the parts of a workflow artifact the engine reads.
@@ -102,6 +104,7 @@ func (s *Service) program(ctx context.Context, q catalog.Querier, project, versi
 	if err != nil {
 		return nil, fmt.Errorf("engine: load workflow version %s: %w", versionID, err)
 	}
+	p.sec = newSecrets(p.p)
 	s.mu.Lock()
 	s.programs[versionID] = p
 	s.mu.Unlock()

@@ -3,8 +3,6 @@ package engine
 import (
 	"encoding/json"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/agentbridge/bridge/platform/kernel"
@@ -12,9 +10,6 @@ import (
 
 // AdmissionPolicy is the admission policy of new runs.
 const AdmissionPolicy = "classified-v1"
-
-// redacted replaces secret values in run views.
-const redacted = "[redacted]"
 
 // StartRequest is the body of POST E/runs and POST E/runs/{run}/retry.
 type StartRequest struct {
@@ -122,8 +117,7 @@ type HistoryEvent struct {
 // view builds the Run view of r with p's secret pointers redacted.
 func view(r runRow, p *program) Run {
 	st := r.State
-	in, out := p.p.SecretPointers()
-	rs := RunState{Input: redact(st.Input, in), Vars: st.Vars, Output: redact(st.Output, out), Error: st.Error,
+	rs := RunState{Input: redact(st.Input, p.sec.Input), Vars: p.sec.vars(st.Vars), Output: redact(st.Output, p.sec.Output), Error: st.Error,
 		Tasks: []TaskView{}, StartedAt: st.StartedAt, Deadline: st.Deadline}
 	if rs.Input == nil {
 		rs.Input = json.RawMessage("{}")
@@ -136,51 +130,4 @@ func view(r runRow, p *program) Run {
 	return Run{ID: r.ID, Activation: ActivationRef{ID: r.ActivationID}, EnvironmentID: r.Environment, Status: string(st.Status),
 		Paused: r.Paused && !st.Status.Terminal(), State: rs, AdmissionPolicy: AdmissionPolicy, ParentRunID: r.ParentRunID, CorrelationKey: r.CorrelationKey,
 		BusinessKey: r.BusinessKey, AcceptedSequence: st.Seq, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, CreatedBy: r.CreatedBy}
-}
-
-// redact replaces the values at pointers ("*" matches any element) in raw.
-func redact(raw json.RawMessage, pointers []string) json.RawMessage {
-	if len(raw) == 0 || len(pointers) == 0 {
-		return raw
-	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return json.RawMessage(`"` + redacted + `"`)
-	}
-	for _, ptr := range pointers {
-		segs := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
-		if ptr == "" {
-			return json.RawMessage(`"` + redacted + `"`)
-		}
-		for i := range segs {
-			segs[i] = strings.ReplaceAll(strings.ReplaceAll(segs[i], "~1", "/"), "~0", "~")
-		}
-		v = redactAt(v, segs)
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return json.RawMessage(`"` + redacted + `"`)
-	}
-	return b
-}
-
-func redactAt(v any, segs []string) any {
-	if len(segs) == 0 {
-		return redacted
-	}
-	switch x := v.(type) {
-	case map[string]any:
-		for k, child := range x {
-			if segs[0] == "*" || segs[0] == k {
-				x[k] = redactAt(child, segs[1:])
-			}
-		}
-	case []any:
-		for i, child := range x {
-			if segs[0] == "*" || segs[0] == strconv.Itoa(i) {
-				x[i] = redactAt(child, segs[1:])
-			}
-		}
-	}
-	return v
 }

@@ -251,3 +251,43 @@ func TestHTTPAdapterRetrySafe(t *testing.T) {
 	is.Equal(string(done.State.Output), `{"synced":3}`)
 	is.Equal(hits.Load(), int64(3))
 }
+
+// Cancelling a run cuts its call in flight (after the cancellation has
+// committed): the server sees the request end, and the run's state says
+// the call may still have had an effect.
+func TestCancelCutsCallInFlight(t *testing.T) {
+	is := is.New(t)
+	h := newHarness(t)
+	op := h.localToken()
+	arrived, cut := make(chan struct{}, 1), make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // the server notices a closed connection only after the body
+		arrived <- struct{}{}
+		<-r.Context().Done()
+		cut <- struct{}{}
+	}))
+	defer srv.Close()
+	defer srv.CloseClientConnections() // a failing test must not hang in Close
+	// A long attempt timeout: only the cancellation can cut the call.
+	slowCharge := httpAction("acme/http-charge", "", `sideEffect: unsafe
+output: {type: object}
+timeout: 1m
+retry: {maxAttempts: 1}
+`, "POST", "/charge", "  body: {amount: 10}\n")
+	act := h.activateHTTP("http-cut", httpChargeFlow, slowCharge)
+	run := h.mustStartRun(op, map[string]any{"activation_id": act, "input": map[string]any{"base": srv.URL}}, "http-cut-1")
+	select {
+	case <-arrived:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call never arrived")
+	}
+	var r engine.Run
+	h.must(200, h.cancelRun(op, run.ID, map[string]any{"reason": "stop the charge"}), &r)
+	is.Equal(r.Status, "cancelled")
+	is.Equal(*r.ExternalEffectsMayContinue, true)
+	select {
+	case <-cut:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call in flight was not cut")
+	}
+}

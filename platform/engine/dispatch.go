@@ -233,17 +233,43 @@ func (s *Service) untrack(id string) {
 	}
 }
 
-// cancelInFlight stops the call of task id, if one is in flight. Called in
-// the transaction that withdrew the task; the withdrawn row makes the late
-// outcome a no-op whether or not that transaction commits first.
+// cancelInFlight stops the call of task id, if one is in flight, once
+// the transaction that withdrew the task (deleting its dispatch row) has
+// committed: cancelling earlier would cut a call the run still waits for
+// if that transaction rolled back. It waits at most withdrawWait.
 func (s *Service) cancelInFlight(id string) {
 	s.mu.Lock()
-	cancel, ok := s.inFlight[id]
+	_, ok := s.inFlight[id]
 	s.mu.Unlock()
-	if ok {
-		cancel()
+	if !ok {
+		return
 	}
+	s.calls.Add(1)
+	go func() {
+		defer s.calls.Done()
+		for deadline := time.Now().Add(withdrawWait); time.Now().Before(deadline); time.Sleep(withdrawPoll) {
+			s.mu.Lock()
+			cancel, ok := s.inFlight[id]
+			s.mu.Unlock()
+			if !ok {
+				return // the call ended
+			}
+			var n int
+			err := s.db.Reader().QueryRow(`SELECT count(*) FROM platform_task_dispatches WHERE task_id = ?`, id).Scan(&n)
+			if err == nil && n == 0 {
+				cancel()
+				return
+			}
+		}
+	}()
 }
+
+// withdrawWait bounds how long a withdrawal's commit is waited for (a
+// write phase's bound); withdrawPoll is how often it is looked for.
+const (
+	withdrawWait = 5 * time.Second
+	withdrawPoll = 5 * time.Millisecond
+)
 
 // dropRefused turns the refusal of a task outcome into a note in the run's
 // log: the kernel no longer waits for the attempt (it was withdrawn or

@@ -33,6 +33,8 @@ type outcome struct {
 	// policy applies.
 	Err       *kernel.TaskError
 	Retryable bool
+	// RetryAfter is the wait the service asked for (Retry-After).
+	RetryAfter time.Duration
 	// Unknown: the call may or may not have taken effect.
 	Unknown bool
 	// Note is a log line about the call (method, url, status, duration).
@@ -45,7 +47,8 @@ func (o outcome) event(id string) kernel.Event {
 	case o.Unknown:
 		return kernel.Event{Kind: kernel.EventTaskOutcomeUnknown, TaskID: id}
 	case o.Err != nil:
-		return kernel.Event{Kind: kernel.EventTaskFailed, TaskID: id, Error: o.Err, Retryable: o.Retryable}
+		return kernel.Event{Kind: kernel.EventTaskFailed, TaskID: id, Error: o.Err, Retryable: o.Retryable,
+			RetryAfterMs: o.RetryAfter.Milliseconds()}
 	}
 	out := o.Output
 	if len(out) == 0 {

@@ -14,6 +14,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -178,6 +179,9 @@ func callHTTP(ctx context.Context, client *http.Client, t *kernel.TaskSpec, shap
 		excerpt := readExcerpt(resp.Body)
 		o := outcome{Err: &kernel.TaskError{Code: fmt.Sprintf("HTTP_%d", code), Message: statusMessage(resp, excerpt)},
 			Retryable: retryableStatus(code), Note: fmt.Sprintf("%s %s → %d in %s", req.Method, target, code, took())}
+		if o.Retryable {
+			o.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
+		}
 		if code >= 300 && code <= 399 {
 			o.Err.Message += "; redirects are not followed"
 			if loc, err := resp.Location(); err == nil {
@@ -316,6 +320,29 @@ func isJSON(contentType string) bool {
 	mt, _, err := mime.ParseMediaType(contentType)
 	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
+
+// retryAfter reads a Retry-After value (delay seconds or an HTTP date)
+// as a wait from now; 0 when absent, malformed or past, and at most
+// maxRetryAfter (the retry policy caps it further).
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs <= 0 {
+			return 0
+		}
+		d = time.Duration(min(secs, int64(maxRetryAfter/time.Second))) * time.Second
+	} else if at, err := http.ParseTime(v); err == nil {
+		d = at.Sub(now)
+	}
+	return max(0, min(d, maxRetryAfter))
+}
+
+// maxRetryAfter bounds the wait a Retry-After header can ask for.
+const maxRetryAfter = 24 * time.Hour
 
 // retryableStatus: statuses that say "try again later".
 func retryableStatus(code int) bool {

@@ -353,3 +353,39 @@ func TestHTTPConfigInvalid(t *testing.T) {
 		})
 	}
 }
+
+func TestRetryAfterHeader(t *testing.T) {
+	is := is.New(t)
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	for v, want := range map[string]time.Duration{
+		"":             0,
+		"soon":         0,
+		"0":            0,
+		"-3":           0,
+		" 3 ":          3 * time.Second,
+		"999999999999": maxRetryAfter,
+		now.Add(10 * time.Second).Format(http.TimeFormat): 10 * time.Second,
+		now.Add(-time.Minute).Format(http.TimeFormat):     0,
+		now.Add(48 * time.Hour).Format(http.TimeFormat):   maxRetryAfter,
+	} {
+		is.Equal(retryAfter(v, now), want) // each value
+	}
+
+	// A retryable answer carries the server's Retry-After; another does
+	// not (it is not retried at all).
+	srv, _, _ := recorder(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "7")
+		code := 429
+		if r.URL.Path == "/400" {
+			code = 400
+		}
+		jsonReply(code, `{}`)(w, r)
+	})
+	o := call(t, httpTask(t, "  method: GET\n  url: =input.url\n", map[string]any{"url": srv.URL + "/429"}), httpShape{})
+	is.True(o.Retryable)
+	is.Equal(o.RetryAfter, 7*time.Second)
+	is.Equal(o.event("t").RetryAfterMs, int64(7000))
+	o = call(t, httpTask(t, "  method: GET\n  url: =input.url\n", map[string]any{"url": srv.URL + "/400"}), httpShape{})
+	is.True(!o.Retryable)
+	is.Equal(o.RetryAfter, time.Duration(0))
+}

@@ -74,6 +74,10 @@ type Event struct {
 	Output    json.RawMessage `json:"output,omitempty"`
 	Error     *TaskError      `json:"error,omitempty"`
 	Retryable bool            `json:"retryable,omitempty"`
+	// RetryAfterMs is how long the service asked to wait before the next
+	// attempt (an HTTP Retry-After): it lengthens the policy's backoff, up
+	// to the policy's maximum interval.
+	RetryAfterMs int64 `json:"retry_after_ms,omitempty"`
 
 	TimerID string `json:"timer_id,omitempty"`
 

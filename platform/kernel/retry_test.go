@@ -196,3 +196,30 @@ steps:
 	// After the deadline, retry_safe is refused.
 	is.Equal(ErrorCode(d.resolve(inc, ResolveRetrySafe, "", "")), CodeRuntimeDeadline)
 }
+
+// A service's Retry-After lengthens the backoff, up to the policy's
+// maximum interval; a shorter one changes nothing.
+func TestRetryAfterLengthensBackoff(t *testing.T) {
+	is := is.New(t)
+	d := newDriver(t, load(t, fetchWF))
+	d.start(`{}`)
+	failAfter := func(ms int64) time.Time {
+		eff := d.must(Event{Kind: EventTaskFailed, TaskID: d.task("fetch").ID, Error: &TaskError{Code: "HTTP_429"}, Retryable: true,
+			RetryAfterMs: ms})
+		return effectsOf(eff, EffectStartTimer)[0].Timer.Due
+	}
+	// Attempt 1: backoff 1s, asked 2.5s.
+	is.Equal(failAfter(2500), d.now.Add(2500*time.Millisecond))
+	d.fireNext()
+	// Attempt 2: backoff 2s, asked 1h: capped at maxInterval 3s.
+	is.Equal(failAfter(3600_000), d.now.Add(3*time.Second))
+	d.fireNext()
+	is.Equal(d.task("fetch").Attempt, 3)
+
+	d = newDriver(t, load(t, fetchWF))
+	d.start(`{}`)
+	// Asked less than the backoff (or nonsense): the backoff stands.
+	is.Equal(failAfter(500), d.now.Add(time.Second))
+	d.fireNext()
+	is.Equal(failAfter(-5), d.now.Add(2*time.Second))
+}

@@ -260,6 +260,9 @@ func (m *machine) retryOrExhaust(task *Task) {
 		return
 	}
 	delay := backoffMs(n.retry, task.Attempt)
+	if asked := min(m.ev.RetryAfterMs, n.retry.maxIntervalMs); asked > delay {
+		delay = asked
+	}
 	task.Status = TaskBackoff
 	due := addMs(m.now, delay)
 	m.startTimer(&Timer{ID: timerID(m.st.RunID, TimerRetryBackoff, task.Node, task.Generation, task.Attempt), Kind: TimerRetryBackoff,

@@ -252,7 +252,9 @@ func (sc *scheduler) runTurn(daemonCtx, ctx context.Context, job Job, msg string
 	if workDir == "" {
 		workDir = prof.workDir
 	}
-	res, runErr := prof.provider.Run(watchCtx, provider.Request{Prompt: msg, WorkDir: workDir, SessionID: job.SessionID}, rec.emit)
+	req := provider.Request{Prompt: msg, WorkDir: workDir, SessionID: job.SessionID}
+	req.Model, req.MaxTurns = agentStepOptions(job)
+	res, runErr := prof.provider.Run(watchCtx, req, rec.emit)
 	rec.flushTools()
 	// The outcome is queued after the turn's events on the same writer, so
 	// it commits with or after them; waiting in between would cost an fsync.

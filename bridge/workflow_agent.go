@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -43,6 +45,33 @@ func (s *Service) WorkflowAgents(check OutputCheck) *WorkflowAgents {
 
 var _ engine.AgentRunner = (*WorkflowAgents)(nil)
 
+// Metadata keys of an agent step's job: the step's model and turn bound,
+// which the runner passes to the provider (claude, codex).
+const (
+	metaModel    = "model"
+	metaMaxTurns = "maxTurns"
+)
+
+// modelName is what an agent step's model may be: it becomes an argument
+// of the agent's command line, so it must not look like an option.
+var modelName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}$`)
+
+// agentStepOptions answers the model and turn bound of the job of a
+// workflow agent step (the platform client's only; other jobs use their
+// profile's settings, whatever their metadata says).
+func agentStepOptions(job Job) (model string, maxTurns int) {
+	if job.Client != PlatformClient || job.Source != SourceWorkflow {
+		return "", 0
+	}
+	if m := job.Metadata[metaModel]; modelName.MatchString(m) {
+		model = m
+	}
+	if n, err := strconv.Atoi(job.Metadata[metaMaxTurns]); err == nil && n > 0 {
+		maxTurns = n
+	}
+	return model, maxTurns
+}
+
 // agentWaitPoll is how often a waiting agent step rereads its job when no
 // change woke it (a safety net: turns wake it when they end).
 const agentWaitPoll = time.Second
@@ -63,6 +92,10 @@ func (a *WorkflowAgents) RunAgent(ctx context.Context, t engine.AgentTask) (engi
 	if !ok {
 		return engine.AgentResult{Status: string(StateFailed), Code: "AGENT_PROVIDER_UNKNOWN",
 			Message: fmt.Sprintf("the bridge has no profile or provider %q (profiles: %s)", t.Spec.Provider, strings.Join(s.profileNames(), ", "))}, nil
+	}
+	if t.Spec.Model != "" && !modelName.MatchString(t.Spec.Model) {
+		return engine.AgentResult{Status: string(StateFailed), Code: "AGENT_MODEL_INVALID",
+			Message: fmt.Sprintf("the agent step's model %q is not a model name (letters, digits and . _ : / @ -, at most 128)", t.Spec.Model)}, nil
 	}
 	prompt := agentPrompt(t.Spec)
 	if n := utf8.RuneCountInString(prompt); n > maxTextChars {
@@ -142,7 +175,10 @@ func (a *WorkflowAgents) submit(ctx context.Context, t engine.AgentTask, profile
 		}
 		meta := map[string]string{"workflowRunId": t.RunID, "operationKey": t.OperationKey}
 		if t.Spec.Model != "" {
-			meta["model"] = t.Spec.Model
+			meta[metaModel] = t.Spec.Model
+		}
+		if t.Spec.MaxTurns > 0 {
+			meta[metaMaxTurns] = strconv.Itoa(t.Spec.MaxTurns)
 		}
 		job, err := s.insertJob(tx, ev, Principal{Client: PlatformClient, Profiles: []string{"*"}}, newJob{
 			Profile: profile, Prompt: prompt, Source: SourceWorkflow, Metadata: meta})

@@ -117,6 +117,27 @@ func TestWorkflowAgentAnswers(t *testing.T) {
 	again = runAgent(t, agents, task)
 	is.Equal(again.JobID, res.JobID)
 	is.Equal(e.do("GET", "/v1/bridge/jobs/"+res.JobID, platform, nil).json(t)["attempt"], float64(1))
+	// The step's model and turn bound reach the agent's command line, after
+	// the profile's own arguments.
+	args := agentTask("fake", "#args", "")
+	args.Spec.Model, args.Spec.MaxTurns = "claude-sonnet-4.5", 8
+	res2 := runAgent(t, agents, args)
+	is.True(res2.Succeeded)
+	is.True(strings.HasSuffix(strings.Trim(string(res2.Output), `"`), "--model claude-sonnet-4.5 --max-turns 8"))
+	// A model that could pass for an option is refused before any job.
+	bad := agentTask("fake", "#args", "")
+	bad.Spec.Model = "--dangerously-skip-permissions"
+	refused := runAgent(t, agents, bad)
+	is.Equal(refused.Code, "AGENT_MODEL_INVALID")
+	is.Equal(refused.JobID, "")
+	// Another client's job cannot borrow them through its metadata.
+	ide := e.token("ide2", "submit,read")
+	id := e.submit(ide, map[string]any{"prompt": "#args", "profile": "fake",
+		"metadata": map[string]string{"model": "opus", "maxTurns": "3"}})
+	e.waitState(ide, id, "succeeded")
+	answer := string(e.do("GET", "/v1/bridge/jobs/"+id+"/result", ide, nil).Body)
+	is.True(strings.Contains(answer, "--output-format stream-json"))
+	is.True(!strings.Contains(answer, "--model"))
 }
 
 func TestWorkflowAgentFailures(t *testing.T) {

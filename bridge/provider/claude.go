@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -35,7 +36,7 @@ func (c *Claude) Run(ctx context.Context, req Request, emit func(Event)) (Result
 	return runProcess(ctx, procSpec{
 		name:   NameClaude,
 		cfg:    c.cfg,
-		args:   claudeArgs(c.cfg.Args, req.SessionID),
+		args:   claudeArgs(c.cfg.Args, req),
 		req:    req,
 		parser: newClaudeParser(),
 	}, emit)
@@ -44,11 +45,17 @@ func (c *Claude) Run(ctx context.Context, req Request, emit func(Event)) (Result
 // claudeArgs builds the argument list. The prompt is not among them: with
 // no prompt argument, print mode reads it from stdin, which avoids argv
 // limits and prompts that look like flags.
-func claudeArgs(extra []string, sessionID string) []string {
+func claudeArgs(extra []string, req Request) []string {
 	args := []string{"-p", "--output-format", "stream-json", "--verbose"}
 	args = append(args, extra...)
-	if sessionID != "" {
-		args = append(args, "--resume", sessionID)
+	if req.Model != "" {
+		args = append(args, "--model", req.Model)
+	}
+	if req.MaxTurns > 0 {
+		args = append(args, "--max-turns", strconv.Itoa(req.MaxTurns))
+	}
+	if req.SessionID != "" {
+		args = append(args, "--resume", req.SessionID)
 	}
 	return args
 }

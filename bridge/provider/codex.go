@@ -41,17 +41,20 @@ func (c *Codex) Run(ctx context.Context, req Request, emit func(Event)) (Result,
 	return runProcess(ctx, procSpec{
 		name:   NameCodex,
 		cfg:    c.cfg,
-		args:   codexArgs(c.cfg.Args, req.SessionID),
+		args:   codexArgs(c.cfg.Args, req),
 		req:    req,
 		parser: newCodexParser(),
 	}, emit)
 }
 
-func codexArgs(extra []string, threadID string) []string {
+func codexArgs(extra []string, req Request) []string {
 	args := []string{"exec", "--json"}
 	args = append(args, extra...)
-	if threadID != "" {
-		args = append(args, "resume", threadID)
+	if req.Model != "" {
+		args = append(args, "--model", req.Model)
+	}
+	if req.SessionID != "" {
+		args = append(args, "resume", req.SessionID)
 	}
 	return append(args, "-")
 }

@@ -392,10 +392,13 @@ func TestArgs(t *testing.T) {
 		got  []string
 		want string
 	}{
-		{"claude new", claudeArgs(nil, ""), "-p --output-format stream-json --verbose"},
-		{"claude resume", claudeArgs([]string{"--model", "opus"}, "abc-123"), "-p --output-format stream-json --verbose --model opus --resume abc-123"},
-		{"codex new", codexArgs(nil, ""), "exec --json -"},
-		{"codex resume", codexArgs([]string{"--skip-git-repo-check"}, "0199-t"), "exec --json --skip-git-repo-check resume 0199-t -"},
+		{"claude new", claudeArgs(nil, Request{}), "-p --output-format stream-json --verbose"},
+		{"claude resume", claudeArgs([]string{"--model", "opus"}, Request{SessionID: "abc-123"}), "-p --output-format stream-json --verbose --model opus --resume abc-123"},
+		{"claude model and turns", claudeArgs([]string{"--model", "opus"}, Request{Model: "sonnet", MaxTurns: 8, SessionID: "s"}),
+			"-p --output-format stream-json --verbose --model opus --model sonnet --max-turns 8 --resume s"},
+		{"codex new", codexArgs(nil, Request{}), "exec --json -"},
+		{"codex resume", codexArgs([]string{"--skip-git-repo-check"}, Request{SessionID: "0199-t"}), "exec --json --skip-git-repo-check resume 0199-t -"},
+		{"codex model", codexArgs(nil, Request{Model: "gpt-5-codex", MaxTurns: 8, SessionID: "t"}), "exec --json --model gpt-5-codex resume t -"},
 	}
 	for _, tc := range cases {
 		if got := strings.Join(tc.got, " "); got != tc.want {

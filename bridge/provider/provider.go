@@ -74,6 +74,12 @@ type Request struct {
 	// Env holds extra "KEY=value" entries added to the inherited environment;
 	// they override inherited and configured values.
 	Env []string
+	// Model names the model to use (claude and codex: --model), after the
+	// profile's args, so it wins; empty keeps the agent's default.
+	Model string
+	// MaxTurns bounds the agent's turns (claude: --max-turns; codex has no
+	// such bound); 0 keeps the agent's default.
+	MaxTurns int
 }
 
 // EventKind names the kind of an [Event].

@@ -11,6 +11,7 @@
 //	#transcript:NAME  replay transcripts/<claude|codex>/NAME.jsonl (plain, tools, error)
 //	#echo             answer with the prompt (the default)
 //	#pwd, #env:NAME   answer with the working directory / NAME=value
+//	#args             answer with the command-line arguments, space-separated
 //	#slow:MS          sleep MS milliseconds before each line
 //	#big:N            add an assistant message of N bytes before the last line
 //	#malformed        add a non-JSON line after the first line
@@ -206,7 +207,7 @@ type plan struct {
 	exit              int
 	malformed, crash  bool
 	hang, linger, ign bool
-	pwd               bool
+	pwd, args         bool
 	envs              []string
 }
 
@@ -237,6 +238,8 @@ func parsePlan(prompt string) plan {
 			p.ign = true
 		case "#pwd":
 			p.pwd = true
+		case "#args":
+			p.args = true
 		case "#env":
 			p.envs = append(p.envs, val)
 		}
@@ -252,6 +255,9 @@ func (p plan) answer(prompt string) string {
 	}
 	for _, e := range p.envs {
 		parts = append(parts, e+"="+os.Getenv(e))
+	}
+	if p.args {
+		parts = append(parts, strings.Join(os.Args[1:], " "))
 	}
 	if len(parts) == 0 {
 		return prompt

@@ -311,11 +311,20 @@ func TestWorkerTaskRetryAndFailure(t *testing.T) {
 	t1 := h.claimOne(w, "rates-1", "rates")
 	is.Equal(string(t1.Input), `{"currency":"EUR"}`)
 	is.Equal(t1.SideEffect, "read_only")
+	// The service asked for 300 ms: the backoff (10 ms) is lengthened.
 	var report engine.TaskReport
-	h.must(200, h.taskCall(w, "fail", failure(t1.ID, "rates-1", "RATE_LIMITED", true)), &report)
+	limited := failure(t1.ID, "rates-1", "RATE_LIMITED", true)
+	limited["retry_after_ms"] = 300
+	failedAt := time.Now()
+	h.must(200, h.taskCall(w, "fail", limited), &report)
 	is.Equal(report.Outcome, "failed")
 	is.Equal(report.RunStatus, "running")
 	t2 := h.claimOne(w, "rates-2", "rates")
+	is.True(time.Since(failedAt) >= 290*time.Millisecond)
+	// Replayed alike with the wait; another wait is another report.
+	h.must(200, h.taskCall(w, "fail", limited), nil)
+	limited["retry_after_ms"] = 301
+	h.problem(409, "PF-RUNTIME-STATE", h.taskCall(w, "fail", limited))
 	is.True(t2.ID != t1.ID)
 	is.Equal(t2.Attempt, 2)
 	is.Equal(t2.OperationKey, t1.OperationKey)
@@ -635,6 +644,10 @@ func TestWorkerTaskValidation(t *testing.T) {
 			"no worker":        {"task_id": held.ID, "error": map[string]any{"code": "E"}, "retryable": true},
 			"bad task":         {"task_id": "nope", "worker_id": "s-1", "error": map[string]any{"code": "E"}, "retryable": true},
 			"unknown property": {"task_id": held.ID, "worker_id": "s-1", "error": map[string]any{"code": "E"}, "retryable": true, "x": 1},
+			"negative wait":    {"task_id": held.ID, "worker_id": "s-1", "error": map[string]any{"code": "E"}, "retryable": true, "retry_after_ms": -1},
+			"wait over a day":  {"task_id": held.ID, "worker_id": "s-1", "error": map[string]any{"code": "E"}, "retryable": true, "retry_after_ms": 86_400_001},
+			"wait, final":      {"task_id": held.ID, "worker_id": "s-1", "error": map[string]any{"code": "E"}, "retryable": false, "retry_after_ms": 5},
+			"wait not integer": {"task_id": held.ID, "worker_id": "s-1", "error": map[string]any{"code": "E"}, "retryable": true, "retry_after_ms": 1.5},
 		},
 	}
 	for verb, cases := range bad {
@@ -689,6 +702,10 @@ func TestWorkerTaskValidation(t *testing.T) {
 		"error": map[string]any{"code": "E" + strings.Repeat("X", 99), "message": long(2000)}, "retryable": false}))
 	h.problem(404, "PF-NOT-FOUND", h.taskCall(w, "fail", map[string]any{"task_id": unknown, "worker_id": "s-1",
 		"error": map[string]any{"code": "E"}, "retryable": true}))
+	for _, wait := range []int{0, 86_400_000} {
+		h.problem(404, "PF-NOT-FOUND", h.taskCall(w, "fail", map[string]any{"task_id": unknown, "worker_id": "s-1",
+			"error": map[string]any{"code": "E"}, "retryable": true, "retry_after_ms": wait}))
+	}
 
 	// List query parameters.
 	for _, query := range []string{"?status=open", "?status=LEASED", "?queue=1st", "?limit=0", "?limit=101", "?cursor=forged", "?other=1", "?status=ready&status=leased"} {

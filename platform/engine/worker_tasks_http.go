@@ -75,7 +75,12 @@ type FailRequest struct {
 	WorkerID  string      `json:"worker_id" api:"required" doc:"the worker_id of the claim"`
 	Error     TaskFailure `json:"error" api:"required"`
 	Retryable bool        `json:"retryable" api:"required" doc:"whether the step's retry policy applies; false (or a code in retry.nonRetryable) opens a PF-TASK-FAILED incident"`
+	// RetryAfterMs is the wait the worker's service asked for.
+	RetryAfterMs int64 `json:"retry_after_ms,omitempty" doc:"optional, with retryable true: how long the service asked to wait (0 to 86400000 ms, e.g. its Retry-After); it lengthens the policy's backoff up to its maxInterval"`
 }
+
+// MaxRetryAfterMs bounds a worker's retry_after_ms (one day).
+const MaxRetryAfterMs = 24 * 60 * 60 * 1000
 
 // TaskFailure is the error a worker reports.
 type TaskFailure struct {
@@ -424,8 +429,14 @@ func (s *Service) fail(c *api.Call) error {
 	if utf8.RuneCountInString(req.Error.Message) > MaxErrorMessageLen {
 		return api.Invalid("/error/message", "error.message has at most %d characters", MaxErrorMessageLen)
 	}
+	if req.RetryAfterMs < 0 || req.RetryAfterMs > MaxRetryAfterMs {
+		return api.Invalid("/retry_after_ms", "retry_after_ms is 0 to %d", MaxRetryAfterMs)
+	}
+	if req.RetryAfterMs > 0 && !req.Retryable {
+		return api.Invalid("/retry_after_ms", "retry_after_ms is only sent with retryable: true")
+	}
 	return s.report(c, req.TaskID, req.WorkerID, endFailed, kernel.Event{Kind: kernel.EventTaskFailed, TaskID: req.TaskID,
-		Error: &kernel.TaskError{Code: req.Error.Code, Message: req.Error.Message}, Retryable: req.Retryable})
+		Error: &kernel.TaskError{Code: req.Error.Code, Message: req.Error.Message}, Retryable: req.Retryable, RetryAfterMs: req.RetryAfterMs})
 }
 
 // reportHash identifies an outcome report: the outcome and the event's
@@ -444,7 +455,9 @@ func reportHash(outcome string, e kernel.Event) ([]byte, error) {
 		Output    any               `json:"output"`
 		Error     *kernel.TaskError `json:"error"`
 		Retryable bool              `json:"retryable"`
-	}{outcome, output, e.Error, e.Retryable})
+		// omitted when 0, so reports stored before it hash the same
+		RetryAfterMs int64 `json:"retry_after_ms,omitempty"`
+	}{outcome, output, e.Error, e.Retryable, e.RetryAfterMs})
 	if err != nil {
 		return nil, fmt.Errorf("engine: encode report: %w", err)
 	}

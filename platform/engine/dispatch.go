@@ -243,11 +243,15 @@ func (s *Service) untrack(id string) {
 func (s *Service) cancelInFlight(id string) {
 	s.mu.Lock()
 	_, ok := s.inFlight[id]
+	if ok {
+		// The call's goroutine untracks before it calls s.calls.Done, so
+		// the count is positive here: Add cannot race Close's Wait.
+		s.calls.Add(1)
+	}
 	s.mu.Unlock()
 	if !ok {
 		return
 	}
-	s.calls.Add(1)
 	go func() {
 		defer s.calls.Done()
 		for deadline := time.Now().Add(withdrawWait); time.Now().Before(deadline); time.Sleep(withdrawPoll) {

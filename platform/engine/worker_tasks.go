@@ -207,14 +207,20 @@ func cancelWorkerTask(ctx context.Context, tx *sql.Tx, r *runRow, id, reason str
 // Ready tasks past their attempt deadline need nothing here: the kernel's
 // attempt timeout and step deadline timers withdraw them (cancel_task).
 func (s *Service) recoverLeases(ctx context.Context) (int, error) {
-	ids, err := idsWhere(ctx, s.db.Reader(), `SELECT task_id FROM platform_worker_tasks
-		WHERE status = 'leased' AND lease_expires_at <= ? ORDER BY lease_expires_at, task_id LIMIT ?`,
-		s.timestamp().UnixMilli(), BatchSize)
+	return s.eachDueTask(ctx, `SELECT task_id FROM platform_worker_tasks
+		WHERE status = 'leased' AND lease_expires_at <= ? ORDER BY lease_expires_at, task_id LIMIT ?`, s.recoverLease)
+}
+
+// eachDueTask runs handle for each task (at most BatchSize) that query
+// lists as due now, each in its own write, and wakes the loop when there
+// were any. It answers how many it found.
+func (s *Service) eachDueTask(ctx context.Context, query string, handle func(context.Context, *sql.Tx, string) error) (int, error) {
+	ids, err := idsWhere(ctx, s.db.Reader(), query, s.timestamp().UnixMilli(), BatchSize)
 	if err != nil || len(ids) == 0 {
 		return 0, err
 	}
 	for _, id := range ids {
-		if err := s.db.Write(ctx, func(tx *sql.Tx) error { return s.recoverLease(ctx, tx, id) }); err != nil {
+		if err := s.db.Write(ctx, func(tx *sql.Tx) error { return handle(ctx, tx, id) }); err != nil {
 			return 0, err
 		}
 	}
@@ -273,19 +279,8 @@ const maxClaimMargin = time.Second
 // timers. An attempt whose deadline is the step's deadline is left to the
 // kernel's step deadline (PF-TASK-DEADLINE).
 func (s *Service) expireReady(ctx context.Context) (int, error) {
-	ids, err := idsWhere(ctx, s.db.Reader(), `SELECT w.task_id FROM platform_worker_tasks w JOIN platform_runs r ON r.id = w.run_id
-		WHERE w.status = 'ready' AND w.deadline_at <= ? AND r.paused = 0 ORDER BY w.deadline_at, w.task_id LIMIT ?`,
-		s.timestamp().UnixMilli(), BatchSize)
-	if err != nil || len(ids) == 0 {
-		return 0, err
-	}
-	for _, id := range ids {
-		if err := s.db.Write(ctx, func(tx *sql.Tx) error { return s.expireOne(ctx, tx, id) }); err != nil {
-			return 0, err
-		}
-	}
-	s.notify()
-	return len(ids), nil
+	return s.eachDueTask(ctx, `SELECT w.task_id FROM platform_worker_tasks w JOIN platform_runs r ON r.id = w.run_id
+		WHERE w.status = 'ready' AND w.deadline_at <= ? AND r.paused = 0 ORDER BY w.deadline_at, w.task_id LIMIT ?`, s.expireOne)
 }
 
 func (s *Service) expireOne(ctx context.Context, tx *sql.Tx, id string) error {

@@ -6,7 +6,6 @@ import (
 	"net/http"
 
 	"github.com/agentbridge/bridge/httpx"
-	"github.com/agentbridge/bridge/store"
 )
 
 // Error codes of the bridge API (error.code). They are stable: clients switch on them.
@@ -73,8 +72,6 @@ func writeError(w http.ResponseWriter, err error) {
 			code = CodeUnsupportedMedia
 		}
 		e = &Error{Code: code, Message: be.Msg}
-	case errors.Is(err, store.ErrBatchAborted):
-		e = &Error{Code: CodeInternal, Message: "the change was not saved (the shared write it joined was rolled back); retry it"}
 	default:
 		e = &Error{Code: CodeInternal, Message: "internal error"}
 	}

@@ -2,16 +2,12 @@ package bridge
 
 import (
 	"errors"
-	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"github.com/agentbridge/bridge/store"
 )
 
-// Unknown errors never leak their text; a write rolled back with its batch
-// says the change was not saved, so the client knows to retry.
+// Unknown errors never leak their text.
 func TestWriteErrorMapping(t *testing.T) {
 	for name, tc := range map[string]struct {
 		err        error
@@ -20,7 +16,6 @@ func TestWriteErrorMapping(t *testing.T) {
 	}{
 		"domain":  {errf(CodeNotFound, "no job %s", "x"), 404, `"no job x"`, ""},
 		"unknown": {errors.New("disk on fire at /secret/path"), 500, `"internal error"`, "/secret/path"},
-		"aborted": {fmt.Errorf("submit: %w", store.ErrBatchAborted), 500, "was not saved", "submit:"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			w := httptest.NewRecorder()

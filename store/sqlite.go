@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -181,7 +182,8 @@ func (db *DB) Reader() *sql.DB { return db.reader }
 // Write runs fn inside a transaction shared with other concurrent writers and
 // returns once that transaction is durably committed (or fn failed). fn runs in
 // its own savepoint: its error rolls back only its own changes. fn must not
-// keep tx or start goroutines that use it.
+// keep tx or start goroutines that use it, and may run again when another
+// write interrupted the shared transaction (see commitShared).
 func (db *DB) Write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return db.submit(&writeReq{ctx: ctx, fn: fn, err: make(chan error, 1)})
 }
@@ -306,17 +308,14 @@ func (db *DB) commit(batch []*writeReq) {
 	}
 }
 
-// ErrBatchAborted answers a write that ran in a shared transaction which
-// SQLite rolled back because a later write of the same batch was
-// interrupted (its context ended while a statement ran): nothing of the
-// write was kept, and it may be retried.
-var ErrBatchAborted = errors.New("store: the shared transaction was rolled back when another write was interrupted; nothing of this write was kept")
-
 // commitShared runs writes in one transaction, each in its own savepoint,
-// and commits them. When an interrupted write has rolled the transaction
-// back, it answers that write and the ones before it, and returns the
-// writes after it, for a transaction of their own: they must not run
-// outside one.
+// and commits them. An interrupted write (its context ended while a
+// statement ran) makes SQLite roll the whole transaction back: that write
+// is answered with its error, and it returns the other writes, those that
+// ran before it too, for a transaction of their own. They must not run
+// outside one, and a goroutine's queued writes stay in order. A write
+// function may therefore run more than once; it only touches tx and
+// resets what it assigns.
 func (db *DB) commitShared(shared []*writeReq) []*writeReq {
 	tx, err := db.writer.Begin()
 	if err != nil {
@@ -331,11 +330,8 @@ func (db *DB) commitShared(shared []*writeReq) []*writeReq {
 		results[i], lost = runSavepoint(tx, r.fn)
 		if lost {
 			_ = tx.Rollback() // the transaction is already gone
-			for _, earlier := range shared[:i] {
-				earlier.err <- ErrBatchAborted
-			}
 			r.err <- results[i]
-			return shared[i+1:]
+			return append(slices.Clip(shared[:i]), shared[i+1:]...)
 		}
 	}
 	if err := tx.Commit(); err != nil {

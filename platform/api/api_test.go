@@ -160,9 +160,7 @@ func newEnv(t testing.TB) *env {
 	e.a.Handle(r, api.Route{Method: "GET", Path: "/boom", Access: api.AccessPublic, Handler: func(c *api.Call) error {
 		return errors.New("database exploded at brg_secret-token-value")
 	}})
-	e.a.Handle(r, api.Route{Method: "GET", Path: "/aborted", Access: api.AccessPublic, Handler: func(c *api.Call) error {
-		return fmt.Errorf("save: %w", store.ErrBatchAborted)
-	}})
+
 	e.a.Handle(r, api.Route{Method: "GET", Path: "/admin/things", Layout: api.Root, Access: api.AccessOwnerOrToken, Handler: func(c *api.Call) error {
 		return c.OK(map[string]bool{"owner": c.Caller.Owner})
 	}})
@@ -339,11 +337,6 @@ func TestInternalErrorsDoNotLeak(t *testing.T) {
 	r := e.call(t, "GET", "/api/v1/boom", "", "", nil)
 	is.Equal(r.status, 500)
 	is.Equal(problemCode(t, r), "PF-INTERNAL")
-	// A write rolled back with its batch was not admitted: retry later.
-	ab := e.call(t, "GET", "/api/v1/aborted", "", "", nil)
-	is.Equal(ab.status, 429)
-	is.Equal(problemCode(t, ab), "PF-REQUEST-CAPACITY")
-	is.Equal(ab.header.Get("Retry-After"), "1")
 	is.True(!bytes.Contains(r.body, []byte("exploded")))
 	is.True(!bytes.Contains(r.body, []byte("brg_")))
 	is.True(strings.Contains(e.logs.String(), r.header.Get(api.HeaderRequestID)))

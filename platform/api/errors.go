@@ -8,7 +8,6 @@ import (
 	"net/http"
 
 	"github.com/agentbridge/bridge/httpx"
-	"github.com/agentbridge/bridge/store"
 )
 
 // Problem codes shared by every platform route (spec 2, "Errors"). Routes of
@@ -25,7 +24,6 @@ const (
 	CodeValidation          = "PF-VALIDATION"
 	CodeFilter              = "PF-FILTER"
 	CodeRequestTooLarge     = "PF-REQUEST-TOO-LARGE"
-	CodeRequestCapacity     = "PF-REQUEST-CAPACITY"
 	CodeUnavailable         = "PF-UNAVAILABLE"
 	CodeInternal            = "PF-INTERNAL"
 )
@@ -129,12 +127,6 @@ func asError(err error) *Error {
 			d.Path = "/" + be.Field
 		}
 		return &Error{Status: http.StatusUnprocessableEntity, Code: CodeValidation, Message: "the request body does not match the contract", Diagnostics: []Diagnostic{d}}
-	}
-	if errors.Is(err, store.ErrBatchAborted) {
-		// Nothing of the change was kept: not admitted, so the client
-		// retry rule applies (same key and body, after Retry-After).
-		return &Error{Status: http.StatusTooManyRequests, Code: CodeRequestCapacity, Headers: map[string]string{"Retry-After": "1"},
-			Message: "the change was not admitted (the shared write it joined was rolled back); retry it with the same body and key"}
 	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {

@@ -131,8 +131,8 @@ func (s *Service) dispatch(ctx context.Context) (bool, error) {
 		} else {
 			callCtx, cancel = context.WithCancel(ctx)
 		}
+		s.calls.Add(1) // before track: see cancelInFlight
 		s.track(d.TaskID, cancel)
-		s.calls.Add(1)
 		go func() {
 			defer s.calls.Done()
 			defer s.untrack(d.TaskID)

@@ -15,8 +15,9 @@ const maxSecretPointers = 256
 // any element or member ("" is the whole value). Whoever shows, exports or
 // publishes a run's values redacts them there.
 type Secrets struct {
-	// Input and Output are the run's input and output (the artifact's
-	// lists, as the compiler wrote them).
+	// Input and Output are the run's input and output. They are computed
+	// like the rest rather than taken from the artifact: the compiler's
+	// lists skip recursive references and write the whole value as "/".
 	Input, Output []string
 	// Vars are by variable name.
 	Vars map[string][]string
@@ -33,7 +34,7 @@ type Secrets struct {
 // Secrets answers where the values of the program's runs hold secrets.
 // Maps leave out what holds none.
 func (p *Program) Secrets() Secrets {
-	s := Secrets{Input: slices.Clone(p.secrets.Input), Output: slices.Clone(p.secrets.Output),
+	s := Secrets{Input: p.input.secretPointers(), Output: p.output.secretPointers(),
 		Vars: map[string][]string{}, Steps: map[string][]string{}, Forms: map[string][]string{}, Signals: map[string][]string{}}
 	put := func(m map[string][]string, key string, sc *schema) {
 		if ptrs := sc.secretPointers(); len(ptrs) > 0 {

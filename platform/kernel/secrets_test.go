@@ -83,3 +83,27 @@ func TestProgramSecrets(t *testing.T) {
 	is.Equal(s.Forms, map[string][]string{"review": {"/pin"}})
 	is.Equal(s.Signals, map[string][]string{"login": {"/password"}})
 }
+
+// A wholly secret output, and a secret under a recursive reference of the
+// input, are found (the compiler's artifact lists miss both).
+func TestProgramSecretsWholeAndRecursive(t *testing.T) {
+	is := is.New(t)
+	s := load(t, `kind: workflow
+id: t/whole
+input:
+  $defs:
+    node:
+      type: object
+      properties:
+        key: {type: string, x-secret: true}
+        next: {$ref: "#/$defs/node"}
+  $ref: "#/$defs/node"
+output: {type: string, x-secret: true}
+steps:
+  - id: done
+    succeed:
+      result: =input.key
+`).Secrets()
+	is.Equal(s.Input, []string{"/key", "/next"})
+	is.Equal(s.Output, []string{""})
+}

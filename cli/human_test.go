@@ -14,7 +14,7 @@ import (
 	"github.com/agentbridge/bridge/platform/identity"
 )
 
-// reviewWorkflow waits on a human task (as platform/engine_human_test.go's):
+// reviewWorkflow waits on a human task (a smaller variant of platform/engine_human_test.go's):
 // assigned to group:finance unless the input names the assignees, with a
 // form and two decisions.
 const reviewWorkflow = `kind: workflow

@@ -2,47 +2,13 @@ package cli
 
 import (
 	"encoding/json"
+	"github.com/agentbridge/bridge/platform/platformtest"
 	"strings"
 	"testing"
 
 	"github.com/matryer/is"
 
 	"github.com/agentbridge/bridge/platform/engine"
-)
-
-// A worker-bound action nothing performs: with a step deadline its run
-// stops with a PF-TASK-DEADLINE incident (as platform/engine_incidents_test.go's).
-const (
-	slowAction = `kind: action
-id: acme/slow
-version: 1
-sideEffect: read_only
-input: {type: object}
-output:
-  type: object
-  properties:
-    ok: {type: boolean}
-worker: billing
-`
-	slowWorkflow = `kind: workflow
-id: acme/slow-flow
-version: 1
-input: {type: object}
-output:
-  type: object
-  properties:
-    ok: {type: boolean}
-steps:
-  - id: call
-    action: acme/slow@1
-    with: {}
-    timeout: 100ms
-    deadline: 100ms
-  - id: done
-    succeed:
-      result:
-        ok: =steps.call.output.ok
-`
 )
 
 // suspendedRun starts a slow run and waits for its incident.
@@ -61,7 +27,7 @@ func (d *daemonCLI) suspendedRun() (engine.Run, engine.Incident) {
 func TestIncidentListAndResolve(t *testing.T) {
 	is := is.New(t)
 	d := startDaemon(t)
-	d.ok(append([]string{"workflow", "publish"}, writeDefs(t, slowAction, slowWorkflow)...)...)
+	d.ok(append([]string{"workflow", "publish"}, writeDefs(t, platformtest.SlowAction, platformtest.SlowWorkflow)...)...)
 	d.ok("workflow", "activate", "acme/slow-flow")
 	out := d.ok("incident", "list")
 	is.Equal(out, "no incidents\n")

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"github.com/agentbridge/bridge/platform/platformtest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,104 +16,6 @@ import (
 	"github.com/agentbridge/bridge/platform/activation"
 	"github.com/agentbridge/bridge/platform/engine"
 	"github.com/agentbridge/bridge/platform/identity"
-)
-
-// Definitions of the run tests (as platform/engine_test.go's): an echo
-// action, a noop action, a workflow with set, switch, wait, succeed and
-// fail, and one that waits for a signal.
-const (
-	greetAction = `kind: action
-id: acme/greet
-version: 1
-sideEffect: read_only
-input:
-  type: object
-  properties:
-    name: {type: string}
-output:
-  type: object
-  properties:
-    name: {type: string}
-connector: echo
-`
-	nothingAction = `kind: action
-id: acme/nothing
-version: 1
-sideEffect: read_only
-input: {type: object}
-output: {type: object}
-connector: noop
-`
-	flowWorkflow = `kind: workflow
-id: acme/flow
-version: 1
-input:
-  type: object
-  required: [name]
-  properties:
-    name: {type: string}
-    mode: {type: string}
-    pause: {type: string}
-    apiKey: {type: string, x-secret: true}
-output:
-  type: object
-  properties:
-    greeting: {type: string}
-    count: {type: integer}
-vars:
-  count: {type: integer, default: 0}
-steps:
-  - id: greet
-    action: acme/greet@1
-    with:
-      name: =input.name
-  - id: nothing
-    action: acme/nothing@1
-    with: {}
-  - id: bump
-    set:
-      count: =vars.count + 1
-  - id: route
-    switch:
-      - when: =has(input.mode) && input.mode == "fail"
-        next: broken
-      - when: =has(input.mode) && input.mode == "wait"
-        next: pause
-    default: done
-  - id: pause
-    wait: =input.pause
-    next: done
-  - id: done
-    succeed:
-      result:
-        greeting: ="hello " + steps.greet.output.name
-        count: =vars.count
-  - id: broken
-    fail:
-      code: ASKED_TO_FAIL
-      message: failing on purpose
-`
-	approvalWorkflow = `kind: workflow
-id: acme/approval
-version: 1
-output:
-  type: object
-  properties:
-    approver: {type: string}
-steps:
-  - id: approval
-    signal: order.approved
-    schema:
-      type: object
-      required: [approver]
-      properties:
-        approver: {type: string}
-    deadline: 1h
-  - id: done
-    succeed:
-      result:
-        approver: =steps.approval.output.approver
-`
 )
 
 // daemonCLI runs commands against an in-process daemon.
@@ -177,7 +80,7 @@ func (d *daemonCLI) startJSON(args ...string) engine.Run {
 func TestWorkflowPublishActivateAndRun(t *testing.T) {
 	is := is.New(t)
 	d := startDaemon(t)
-	files := writeDefs(t, greetAction, nothingAction, flowWorkflow, approvalWorkflow)
+	files := writeDefs(t, platformtest.GreetAction, platformtest.NothingAction, platformtest.FlowWorkflow, platformtest.ApprovalWorkflow)
 
 	// Publish in dependency order; again is safe.
 	out := d.ok(append([]string{"workflow", "publish"}, files...)...)
@@ -189,7 +92,7 @@ func TestWorkflowPublishActivateAndRun(t *testing.T) {
 	is.Equal(pubs[2].DefinitionID, "acme/flow")
 	is.True(pubs[2].AlreadyPublished)
 	// A changed source of a published version is refused.
-	changed := writeDefs(t, strings.Replace(greetAction, "version: 1\n", "version: 1\ntitle: Greet\n", 1))
+	changed := writeDefs(t, strings.Replace(platformtest.GreetAction, "version: 1\n", "version: 1\ntitle: Greet\n", 1))
 	code, _, errw := d.run("workflow", "publish", changed[0])
 	is.Equal(code, ExitError)
 	is.True(strings.Contains(errw, "acme/greet@1 is already published"))
@@ -370,7 +273,7 @@ func TestRunUsageErrors(t *testing.T) {
 }
 
 func TestRunDaemonNotRunning(t *testing.T) {
-	files := writeDefs(t, greetAction)
+	files := writeDefs(t, platformtest.GreetAction)
 	checkNotRunning(t, [][]string{
 		{"run", "start", "acme/flow", "--wait"},
 		{"run", "get", "r-1", "--json"},

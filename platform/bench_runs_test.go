@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/agentbridge/bridge/platform/platformtest"
 	"io"
 	"net/http"
 	"slices"
@@ -83,8 +84,8 @@ func countEnded(h *harness) int {
 func BenchmarkDurableThreeStepRuns(b *testing.B) {
 	h := newHarness(b)
 	op := h.localToken()
-	h.mustPublish(op, "actions", greetAction, "b-greet")
-	h.mustPublish(op, "actions", nothingAction, "b-nothing")
+	h.mustPublish(op, "actions", platformtest.GreetAction, "b-greet")
+	h.mustPublish(op, "actions", platformtest.NothingAction, "b-nothing")
 	wf := h.mustPublish(op, "workflows", threeStepWorkflow, "b-three").ID
 	act := h.mustActivate(ePath(h), op, map[string]any{"published_version_id": wf}, "b-act", "").ID
 	c := newBenchClient(h)
@@ -132,7 +133,7 @@ func BenchmarkDurableThreeStepRuns(b *testing.B) {
 func BenchmarkSignalToNextStep(b *testing.B) {
 	h := newHarness(b)
 	op := h.localToken()
-	h.mustPublish(op, "actions", greetAction, "s-greet")
+	h.mustPublish(op, "actions", platformtest.GreetAction, "s-greet")
 	wf := h.mustPublish(op, "workflows", signalThenStep, "s-wf").ID
 	act := h.mustActivate(ePath(h), op, map[string]any{"published_version_id": wf}, "s-act", "").ID
 	c := newBenchClient(h)

@@ -5,6 +5,7 @@ package platform_test
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/agentbridge/bridge/platform/platformtest"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -216,7 +217,7 @@ func TestSigkillRunsReachTheirFinalState(t *testing.T) {
 	op := h.localToken()
 	h.grant(h.link("worker", "chaos-worker"), h.localScope(), "worker")
 	worker := ext.token(t, "chaos-worker", nil)
-	h.mustPublish(op, "actions", greetAction, "chaos-greet")
+	h.mustPublish(op, "actions", platformtest.GreetAction, "chaos-greet")
 	h.mustPublish(op, "actions", chargeAction, "chaos-charge")
 	wf := h.mustPublish(op, "workflows", chaosWorkflow, "chaos-workflow").ID
 	act := h.mustActivate(ePath(h), op, map[string]any{"published_version_id": wf}, "chaos-activation", "").ID

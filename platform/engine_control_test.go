@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"github.com/agentbridge/bridge/platform/platformtest"
 	"strings"
 	"sync"
 	"testing"
@@ -15,30 +16,8 @@ import (
 	"github.com/agentbridge/bridge/store/broker"
 )
 
-// Definitions of the control tests: a workflow that waits for a signal
-// (with a deadline), and a caller that runs acme/flow as a child.
+// callerWorkflow runs acme/flow (platformtest.FlowWorkflow) as a child.
 const (
-	approvalWorkflow = `kind: workflow
-id: acme/approval
-version: 1
-output:
-  type: object
-  properties:
-    approver: {type: string}
-steps:
-  - id: approval
-    signal: order.approved
-    schema:
-      type: object
-      required: [approver]
-      properties:
-        approver: {type: string}
-    deadline: 1h
-  - id: done
-    succeed:
-      result:
-        approver: =steps.approval.output.approver
-`
 	callerWorkflow = `kind: workflow
 id: acme/caller
 version: 1
@@ -69,7 +48,7 @@ steps:
 
 func (h *harness) setupApproval(op string) string {
 	h.t.Helper()
-	wf := h.mustPublish(op, "workflows", approvalWorkflow, "approval-workflow").ID
+	wf := h.mustPublish(op, "workflows", platformtest.ApprovalWorkflow, "approval-workflow").ID
 	return h.mustActivate(ePath(h), op, map[string]any{"published_version_id": wf}, "approval-activation", "").ID
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"github.com/agentbridge/bridge/platform/platformtest"
 	"strings"
 	"testing"
 
@@ -11,42 +12,6 @@ import (
 
 	"github.com/agentbridge/bridge/platform/engine"
 	"github.com/agentbridge/bridge/platform/identity"
-)
-
-// A worker-bound action the engine does not perform: with a step deadline
-// its task stays running until the deadline opens a PF-TASK-DEADLINE
-// incident.
-const (
-	slowAction = `kind: action
-id: acme/slow
-version: 1
-sideEffect: read_only
-input: {type: object}
-output:
-  type: object
-  properties:
-    ok: {type: boolean}
-worker: billing
-`
-	slowWorkflow = `kind: workflow
-id: acme/slow-flow
-version: 1
-input: {type: object}
-output:
-  type: object
-  properties:
-    ok: {type: boolean}
-steps:
-  - id: call
-    action: acme/slow@1
-    with: {}
-    timeout: 100ms
-    deadline: 100ms
-  - id: done
-    succeed:
-      result:
-        ok: =steps.call.output.ok
-`
 )
 
 type incidentPage struct {
@@ -80,8 +45,8 @@ func (h *harness) resolveIncident(tok, id, ifMatch string, body any) resp {
 func setupSlow(h *harness) string {
 	h.t.Helper()
 	op := h.localToken()
-	h.mustPublish(op, "actions", slowAction, "slow-action")
-	wf := h.mustPublish(op, "workflows", slowWorkflow, "slow-workflow").ID
+	h.mustPublish(op, "actions", platformtest.SlowAction, "slow-action")
+	wf := h.mustPublish(op, "workflows", platformtest.SlowWorkflow, "slow-workflow").ID
 	return h.mustActivate(ePath(h), op, map[string]any{"published_version_id": wf}, "slow-activation", "").ID
 }
 

@@ -2,6 +2,7 @@ package platform_test
 
 import (
 	"encoding/json"
+	"github.com/agentbridge/bridge/platform/platformtest"
 	"strings"
 	"testing"
 	"time"
@@ -12,90 +13,14 @@ import (
 	"github.com/agentbridge/bridge/platform/identity"
 )
 
-// Definitions the run tests publish: an echo action, a noop action and a
-// workflow with set, switch, wait, succeed and fail.
-const (
-	greetAction = `kind: action
-id: acme/greet
-version: 1
-sideEffect: read_only
-input:
-  type: object
-  properties:
-    name: {type: string}
-output:
-  type: object
-  properties:
-    name: {type: string}
-connector: echo
-`
-	nothingAction = `kind: action
-id: acme/nothing
-version: 1
-sideEffect: read_only
-input: {type: object}
-output: {type: object}
-connector: noop
-`
-	flowWorkflow = `kind: workflow
-id: acme/flow
-version: 1
-input:
-  type: object
-  required: [name]
-  properties:
-    name: {type: string}
-    mode: {type: string}
-    pause: {type: string}
-    apiKey: {type: string, x-secret: true}
-output:
-  type: object
-  properties:
-    greeting: {type: string}
-    count: {type: integer}
-vars:
-  count: {type: integer, default: 0}
-steps:
-  - id: greet
-    action: acme/greet@1
-    with:
-      name: =input.name
-  - id: nothing
-    action: acme/nothing@1
-    with: {}
-  - id: bump
-    set:
-      count: =vars.count + 1
-  - id: route
-    switch:
-      - when: =has(input.mode) && input.mode == "fail"
-        next: broken
-      - when: =has(input.mode) && input.mode == "wait"
-        next: pause
-    default: done
-  - id: pause
-    wait: =input.pause
-    next: done
-  - id: done
-    succeed:
-      result:
-        greeting: ="hello " + steps.greet.output.name
-        count: =vars.count
-  - id: broken
-    fail:
-      code: ASKED_TO_FAIL
-      message: failing on purpose
-`
-)
-
 // setupFlow publishes the run test definitions, activates the workflow in
 // the bootstrapped environment and answers the activation id.
 func setupFlow(h *harness) string {
 	h.t.Helper()
 	op := h.localToken()
-	h.mustPublish(op, "actions", greetAction, "flow-greet")
-	h.mustPublish(op, "actions", nothingAction, "flow-nothing")
-	wf := h.mustPublish(op, "workflows", flowWorkflow, "flow-workflow").ID
+	h.mustPublish(op, "actions", platformtest.GreetAction, "flow-greet")
+	h.mustPublish(op, "actions", platformtest.NothingAction, "flow-nothing")
+	wf := h.mustPublish(op, "workflows", platformtest.FlowWorkflow, "flow-workflow").ID
 	return h.mustActivate(ePath(h), op, map[string]any{"published_version_id": wf}, "flow-activation", "").ID
 }
 

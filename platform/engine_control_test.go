@@ -52,6 +52,15 @@ func (h *harness) setupApproval(op string) string {
 	return h.mustActivate(ePath(h), op, map[string]any{"published_version_id": wf}, "approval-activation", "").ID
 }
 
+// startWaiting starts a run of activation act and waits until it waits
+// (for the approval signal).
+func (h *harness) startWaiting(tok, act, key string) engine.Run {
+	h.t.Helper()
+	run := h.mustStartRun(tok, map[string]any{"activation_id": act}, key)
+	h.waitRun(tok, run.ID, "waiting")
+	return run
+}
+
 func (h *harness) signalRun(tok, id string, body any, key string) resp {
 	h.t.Helper()
 	hdr := map[string]string{}
@@ -75,8 +84,7 @@ func TestSignalDeliversAndValidates(t *testing.T) {
 	h := newHarness(t)
 	op := h.localToken()
 	act := h.setupApproval(op)
-	run := h.mustStartRun(op, map[string]any{"activation_id": act}, "sig-1")
-	h.waitRun(op, run.ID, "waiting")
+	run := h.startWaiting(op, act, "sig-1")
 	base := ePath(h) + "/runs/"
 
 	// Bad input changes nothing.
@@ -138,8 +146,7 @@ func TestSignalDeliversAndValidates(t *testing.T) {
 	h.problem(409, "PF-RUNTIME-STATE", h.signalRun(op, run.ID, body, ""))
 
 	// A payload of exactly 1 MiB is accepted.
-	big := h.mustStartRun(op, map[string]any{"activation_id": act}, "sig-mib")
-	h.waitRun(op, big.ID, "waiting")
+	big := h.startWaiting(op, act, "sig-mib")
 	h.must(202, h.signalRun(op, big.ID, mibApproval(0), ""), nil)
 	h.waitRun(op, big.ID, "succeeded")
 }
@@ -149,8 +156,7 @@ func TestPauseHoldsEventsUntilResume(t *testing.T) {
 	h := newHarness(t)
 	op := h.localToken()
 	act := h.setupApproval(op)
-	run := h.mustStartRun(op, map[string]any{"activation_id": act}, "pause-1")
-	h.waitRun(op, run.ID, "waiting")
+	run := h.startWaiting(op, act, "pause-1")
 
 	h.problem(422, "PF-IDEMPOTENCY", h.pauseRun(op, run.ID, "pause", map[string]any{}, ""))
 	h.problem(422, "PF-VALIDATION", h.pauseRun(op, run.ID, "pause", map[string]any{"reason": strings.Repeat("r", 2001)}, "p-bad"))
@@ -197,8 +203,7 @@ func TestCancelPausedRun(t *testing.T) {
 	h := newHarness(t)
 	op := h.localToken()
 	act := h.setupApproval(op)
-	run := h.mustStartRun(op, map[string]any{"activation_id": act}, "pc-1")
-	h.waitRun(op, run.ID, "waiting")
+	run := h.startWaiting(op, act, "pc-1")
 	h.must(200, h.pauseRun(op, run.ID, "pause", nil, "pc-p"), nil)
 	var r engine.Run
 	h.must(200, h.cancelRun(op, run.ID, map[string]any{"reason": "not needed"}), &r)
@@ -321,8 +326,7 @@ func TestLegacyRunCanOnlyBeCancelled(t *testing.T) {
 	h := newHarness(t)
 	op := h.localToken()
 	act := h.setupApproval(op)
-	run := h.mustStartRun(op, map[string]any{"activation_id": act}, "legacy-1")
-	h.waitRun(op, run.ID, "waiting")
+	run := h.startWaiting(op, act, "legacy-1")
 	is.NoErr(h.d.DB.Write(context.Background(), func(tx *sql.Tx) error {
 		_, err := tx.Exec(`UPDATE platform_runs SET state = json_set(state, '$.format', 0) WHERE id = ?`, run.ID)
 		return err

@@ -299,8 +299,7 @@ func TestPauseResumeRefusals(t *testing.T) {
 	h := newHarness(t)
 	op := h.localToken()
 	act := h.setupApproval(op)
-	run := h.mustStartRun(op, map[string]any{"activation_id": act}, "pr-start")
-	h.waitRun(op, run.ID, "waiting")
+	run := h.startWaiting(op, act, "pr-start")
 	unknown := "0190a0b0-0000-7000-8000-00000000dead"
 	_, viewer := h.user("vic", "viewer", h.localScope())
 	paused := func() bool {

@@ -23,11 +23,15 @@ const redacted = "[redacted]"
 type secrets struct {
 	kernel.Secrets
 	anyStep, anyForm []string
+	// none: the program holds no secret anywhere (the common case), so
+	// events need not be decoded.
+	none bool
 }
 
 func newSecrets(p *kernel.Program) secrets {
 	s := secrets{Secrets: p.Secrets()}
 	s.anyStep, s.anyForm = union(s.Steps), union(s.Forms)
+	s.none = len(s.Input)+len(s.Output)+len(s.Vars)+len(s.anyStep)+len(s.anyForm)+len(s.Signals) == 0
 	return s
 }
 
@@ -57,6 +61,9 @@ func (s secrets) vars(vars map[string]json.RawMessage) map[string]json.RawMessag
 // redacted: a run input, a task, child or reconciled output, a signal
 // payload or human task data.
 func (s secrets) event(payload json.RawMessage) (json.RawMessage, error) {
+	if s.none {
+		return payload, nil
+	}
 	var e kernel.Event
 	if err := json.Unmarshal(payload, &e); err != nil {
 		return nil, fmt.Errorf("engine: stored event: %w", err)

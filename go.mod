@@ -26,6 +26,7 @@ require (
 
 require (
 	cel.dev/expr v0.25.1 // indirect
+	github.com/adhocore/gronx v1.20.4 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.1 // indirect
 	github.com/danieljoos/wincred v1.2.3 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect

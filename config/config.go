@@ -31,6 +31,10 @@ type File struct {
 	root *yaml.Node // the top-level mapping, or nil
 	// LookupEnv reads the environment; tests replace it.
 	LookupEnv func(string) (string, bool)
+	// Environ lists the environment as "NAME=value" (os.Environ when nil),
+	// for map entries named by variables (see envmap.go); values are still
+	// read through LookupEnv.
+	Environ func() []string
 }
 
 // Empty returns a File with no YAML content that still reads the environment.
@@ -352,6 +356,12 @@ func (f *File) applyEnv(prefix string, v reflect.Value) error {
 			path = prefix + "." + path
 		}
 		fv := v.Field(i)
+		if fv.Kind() == reflect.Map && sf.Tag.Get("env") == envKeyed {
+			if err := f.applyEnvMap(path, fv); err != nil {
+				return err
+			}
+			continue
+		}
 		if fv.Kind() == reflect.Struct && fv.Type() != durationType {
 			if err := f.applyEnv(path, fv); err != nil {
 				return err
@@ -415,13 +425,18 @@ func setFromString(v reflect.Value, raw string) error {
 		if v.Type().Elem().Kind() != reflect.String {
 			return fmt.Errorf("unsupported list type %s", v.Type())
 		}
-		var items []string
+		// Built element by element: a list of a named string type (e.g.
+		// []Secret) is not convertible from []string.
+		items := reflect.MakeSlice(v.Type(), 0, 4)
 		for _, s := range strings.Split(raw, ",") {
 			if s = strings.TrimSpace(s); s != "" {
-				items = append(items, s)
+				items = reflect.Append(items, reflect.ValueOf(s).Convert(v.Type().Elem()))
 			}
 		}
-		v.Set(reflect.ValueOf(items).Convert(v.Type()))
+		if items.Len() == 0 {
+			items = reflect.Zero(v.Type())
+		}
+		v.Set(items)
 	default:
 		return fmt.Errorf("unsupported type %s", v.Type())
 	}

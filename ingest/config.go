@@ -20,14 +20,16 @@ const ConfigPrefix = "platform.webhooks"
 
 // Config is the platform.webhooks section. Every key is overridable by the
 // environment variable derived from its dotted path (see config.Decode), e.g.
-// PLATFORM_WEBHOOKS_SECURITY_MAX_PAYLOAD_SIZE; the maps (ip-whitelist,
-// retry.providers, rate-limit.providers, processors) come from YAML, and a
-// processor's secret also from PLATFORM_WEBHOOKS_PROCESSORS_<NAME>_SECRET.
+// PLATFORM_WEBHOOKS_SECURITY_MAX_PAYLOAD_SIZE, the per-provider maps
+// included (env:"keyed", see config/envmap.go):
+// PLATFORM_WEBHOOKS_RETRY_PROVIDERS_STRIPE_MAX_ATTEMPTS,
+// PLATFORM_WEBHOOKS_IP_WHITELIST_GITHUB (a comma-separated list),
+// PLATFORM_WEBHOOKS_PROCESSORS_<NAME>_SECRET.
 type Config struct {
 	Security Security `yaml:"security"`
 	// IPWhitelist maps a provider to the exact addresses and CIDR ranges that
 	// may post for it when security.enable-ip-whitelist is true.
-	IPWhitelist        map[string][]string `yaml:"ip-whitelist"`
+	IPWhitelist        map[string][]string `yaml:"ip-whitelist" env:"keyed"`
 	DLQ                DLQConfig           `yaml:"dlq"`
 	Retry              RetryConfig         `yaml:"retry"`
 	Batching           Batching            `yaml:"batching"`
@@ -39,7 +41,7 @@ type Config struct {
 	Processor          ProcessorSettings   `yaml:"processor"`
 	// Processors configures signature verification per provider; only
 	// providers listed here are consumed by the built-in processor.
-	Processors map[string]ProcessorConfig `yaml:"processors"`
+	Processors map[string]ProcessorConfig `yaml:"processors" env:"keyed"`
 }
 
 // Security holds the request checks of the spec's defaults table.
@@ -67,7 +69,7 @@ type DLQConfig struct {
 // RetryConfig holds publication retry defaults and per-provider overrides.
 type RetryConfig struct {
 	Defaults  RetryPolicy            `yaml:"defaults"`
-	Providers map[string]RetryPolicy `yaml:"providers"`
+	Providers map[string]RetryPolicy `yaml:"providers" env:"keyed"`
 }
 
 // RetryPolicy governs how a failed publication is retried.
@@ -124,7 +126,7 @@ type RateLimitConfig struct {
 	Enabled            bool                      `yaml:"enabled"`
 	LimitForPeriod     int                       `yaml:"limit-for-period"`
 	LimitRefreshPeriod config.Duration           `yaml:"limit-refresh-period"`
-	Providers          map[string]RateLimitLimit `yaml:"providers"`
+	Providers          map[string]RateLimitLimit `yaml:"providers" env:"keyed"`
 }
 
 // RateLimitLimit is a per-provider override.

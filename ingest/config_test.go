@@ -122,6 +122,52 @@ func TestPerProviderOverridesInherit(t *testing.T) {
 	is.Equal(c.RateLimit.Providers["github"], RateLimitLimit{LimitForPeriod: 50, LimitRefreshPeriod: config.Duration(10 * time.Second)})
 }
 
+// Per-provider settings take environment variables like every other key
+// (spec 3): the provider's name sits between the map's name and the setting.
+func TestPerProviderEnvironment(t *testing.T) {
+	is := is.New(t)
+	yaml := `platform:
+  webhooks:
+    retry:
+      providers:
+        github: {max-attempts: 4}
+`
+	c, err := LoadConfig(mustParse(t, yaml, map[string]string{
+		"PLATFORM_WEBHOOKS_RETRY_PROVIDERS_STRIPE_MAX_ATTEMPTS":           "6",
+		"PLATFORM_WEBHOOKS_RETRY_PROVIDERS_STRIPE_RETRY_ON_TIMEOUT":       "false",
+		"PLATFORM_WEBHOOKS_RETRY_PROVIDERS_GITHUB_MULTIPLIER":             "3",
+		"PLATFORM_WEBHOOKS_RATE_LIMIT_PROVIDERS_ACME_CO_LIMIT_FOR_PERIOD": "7",
+		"PLATFORM_WEBHOOKS_IP_WHITELIST_GITHUB":                           "192.30.252.0/22,140.82.112.0/20",
+		"PLATFORM_WEBHOOKS_PROCESSORS_ACME_TYPE":                          "hmac",
+		"PLATFORM_WEBHOOKS_PROCESSORS_ACME_SECRET":                        "s3cret",
+		"PLATFORM_WEBHOOKS_PROCESSORS_ACME_SIGNATURE_HEADER":              "X-Acme-Signature",
+	}))
+	is.NoErr(err)
+	st := c.Retry.policyFor("stripe")
+	is.Equal(st.MaxAttempts, 6)
+	is.True(!st.RetryOnTimeout)
+	is.Equal(st.InitialDelay.D(), time.Second) // the rest from the defaults
+	gh := c.Retry.policyFor("github")
+	is.Equal(gh.MaxAttempts, 4) // from the file
+	is.Equal(gh.Multiplier, 3.0)
+	is.Equal(c.RateLimit.Providers["acme-co"], RateLimitLimit{LimitForPeriod: 7, LimitRefreshPeriod: config.Duration(time.Second)})
+	is.Equal(c.IPWhitelist["github"], []string{"192.30.252.0/22", "140.82.112.0/20"})
+	is.Equal(c.Processors["acme"].SignatureHeader, "X-Acme-Signature")
+	is.Equal(c.Processors["acme"].Secret.Reveal(), "s3cret")
+
+	// Values are checked like the file's, and an unknown setting is an error.
+	for name, value := range map[string]string{
+		"PLATFORM_WEBHOOKS_RETRY_PROVIDERS_STRIPE_MAX_ATTEMPTS": "0",
+		"PLATFORM_WEBHOOKS_RETRY_PROVIDERS_STRIPE_MAX_TRIES":    "3",
+		"PLATFORM_WEBHOOKS_IP_WHITELIST_GITHUB":                 "not-an-address",
+	} {
+		_, err := LoadConfig(mustParse(t, "", map[string]string{name: value}))
+		if err == nil {
+			t.Errorf("%s=%s: no error", name, value)
+		}
+	}
+}
+
 func TestValidationErrors(t *testing.T) {
 	for env, want := range map[string]string{
 		"PLATFORM_WEBHOOKS_SECURITY_MAX_PAYLOAD_SIZE=0":          "max-payload-size",

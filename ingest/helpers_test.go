@@ -94,7 +94,7 @@ func newHarness(t *testing.T, o harnessOpt) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.LookupEnv = func(k string) (string, bool) { v, ok := o.env[k]; return v, ok }
+	setEnv(f, o.env)
 	h.svc, err = New(daemon.Deps{
 		DataDir: h.dir, DB: h.db, Broker: h.broker, Config: f,
 		IsOwner: func(r *http.Request) bool {
@@ -322,8 +322,20 @@ func mustParse(t testing.TB, yaml string, env map[string]string) *config.File {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.LookupEnv = func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	setEnv(f, env)
 	return f
+}
+
+// setEnv makes env the whole environment f sees.
+func setEnv(f *config.File, env map[string]string) {
+	f.LookupEnv = func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	f.Environ = func() []string {
+		out := make([]string, 0, len(env))
+		for k, v := range env {
+			out = append(out, k+"="+v)
+		}
+		return out
+	}
 }
 
 // depsFor returns deps over a fresh store and broker, closed at cleanup.

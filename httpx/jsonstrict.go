@@ -1,0 +1,186 @@
+package httpx
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"unicode/utf8"
+)
+
+// JSONError says why a request body is refused before it is decoded, and
+// where: Offset is the byte offset in the body.
+type JSONError struct {
+	Offset int64
+	Reason string
+}
+
+func (e *JSONError) Error() string {
+	return fmt.Sprintf("request body is not acceptable JSON at byte %d: %s", e.Offset, e.Reason)
+}
+
+// CheckJSON reports the first problem that makes data unacceptable as a
+// request body although encoding/json would take it: invalid UTF-8, a \u
+// escape that is a lone surrogate (both are silently replaced by U+FFFD when
+// decoding), or a duplicate object key at any depth (encoding/json keeps the
+// last). Keys are compared after unescaping, so "a" and "\u0061" collide.
+// Syntax errors are left to the decoder, which words them for the surface.
+func CheckJSON(data []byte) error {
+	if !utf8.Valid(data) {
+		off := 0
+		for off < len(data) {
+			r, n := utf8.DecodeRune(data[off:])
+			if r == utf8.RuneError && n <= 1 {
+				break
+			}
+			off += n
+		}
+		return &JSONError{Offset: int64(off), Reason: "invalid UTF-8"}
+	}
+	if err := checkSurrogates(data); err != nil {
+		return err
+	}
+	return checkDuplicateKeys(data)
+}
+
+// checkSurrogates scans the strings of data for \u escapes and refuses a high
+// surrogate not followed by a low one, and a low one on its own.
+func checkSurrogates(data []byte) error {
+	if !bytes.Contains(data, []byte(`\u`)) {
+		return nil
+	}
+	inString := false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		if !inString {
+			if c == '"' {
+				inString = true
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = false
+		case '\\':
+			if i+1 >= len(data) {
+				return nil // truncated: the decoder reports it
+			}
+			if data[i+1] != 'u' {
+				i++
+				continue
+			}
+			v, ok := hex4(data, i+2)
+			if !ok {
+				return nil // malformed escape: the decoder reports it
+			}
+			switch {
+			case v >= 0xD800 && v <= 0xDBFF:
+				lo, ok := uint16(0), false
+				if i+7 < len(data) && data[i+6] == '\\' && data[i+7] == 'u' {
+					lo, ok = hex4(data, i+8)
+				}
+				if !ok || lo < 0xDC00 || lo > 0xDFFF {
+					return &JSONError{Offset: int64(i), Reason: fmt.Sprintf(`lone surrogate \u%04x`, v)}
+				}
+				i += 11
+			case v >= 0xDC00 && v <= 0xDFFF:
+				return &JSONError{Offset: int64(i), Reason: fmt.Sprintf(`lone surrogate \u%04x`, v)}
+			default:
+				i += 5
+			}
+		}
+	}
+	return nil
+}
+
+func hex4(data []byte, at int) (uint16, bool) {
+	if at+4 > len(data) {
+		return 0, false
+	}
+	var v uint16
+	for _, c := range data[at : at+4] {
+		var d byte
+		switch {
+		case c >= '0' && c <= '9':
+			d = c - '0'
+		case c >= 'a' && c <= 'f':
+			d = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			d = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		v = v<<4 | uint16(d)
+	}
+	return v, true
+}
+
+// checkDuplicateKeys walks the token stream keeping the keys seen in each
+// open object.
+func checkDuplicateKeys(data []byte) error {
+	if !bytes.ContainsRune(data, '{') {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	type frame struct {
+		keys      map[string]struct{}
+		object    bool
+		expectKey bool
+	}
+	var stack []frame
+	for {
+		off := dec.InputOffset()
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return nil // syntax: the decoder reports it
+		}
+		var top *frame
+		if n := len(stack); n > 0 {
+			top = &stack[n-1]
+		}
+		if top != nil && top.object && top.expectKey {
+			if key, ok := tok.(string); ok {
+				if _, dup := top.keys[key]; dup {
+					return &JSONError{Offset: off, Reason: fmt.Sprintf("duplicate key %q", key)}
+				}
+				top.keys[key] = struct{}{}
+				top.expectKey = false
+				continue
+			}
+		}
+		if top != nil && top.object {
+			top.expectKey = true // a value was read (or the object closes)
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, frame{keys: map[string]struct{}{}, object: true, expectKey: true})
+		case json.Delim('['):
+			stack = append(stack, frame{})
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			if n := len(stack); n > 0 && stack[n-1].object {
+				stack[n-1].expectKey = true
+			}
+		}
+	}
+}
+
+// SingleHeader returns the only value of header name ("" when absent) and an
+// error when the request carries it more than once: two Authorization
+// headers are refused rather than resolved by picking one.
+func SingleHeader(h http.Header, name string) (string, error) {
+	vs := h.Values(name)
+	switch len(vs) {
+	case 0:
+		return "", nil
+	case 1:
+		return vs[0], nil
+	}
+	return "", fmt.Errorf("the request carries %d %s headers; send exactly one", len(vs), http.CanonicalHeaderKey(name))
+}

@@ -151,6 +151,34 @@ func TestServeConfigErrors(t *testing.T) {
 	}
 }
 
+// TestServeReportsEveryConfigError: a config.yaml with mistakes in several
+// sections (the daemon's and the subsystems') names each with its line and
+// column, one line each, and starts nothing.
+func TestServeReportsEveryConfigError(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	yaml := "mystery: 1\nlisten:\n  bridge-port: abc\n  bogus: 2\nbridge:\n  max-concurrent-jobs: many\nplatform:\n  webhooks:\n    nonsense: true\n"
+	is.NoErr(os.WriteFile(filepath.Join(dir, daemon.ConfigFile), []byte(yaml), 0o600))
+	code, _, errw := run(context.Background(), "serve", "--data-dir", dir)
+	is.Equal(code, ExitError)
+	want := []string{
+		`config.yaml:1:1: unknown section "mystery"`,
+		`config.yaml:3:16: "abc" is not a valid whole number`,
+		`config.yaml:4:3: unknown key "bogus"`,
+		`config.yaml:6:24: "many" is not a valid whole number`,
+		`config.yaml:9:5: unknown key "nonsense"`,
+	}
+	lines := strings.Split(strings.TrimSpace(errw), "\n")
+	is.Equal(len(lines), len(want)) // one line per mistake
+	for i, w := range want {
+		if !strings.Contains(lines[i], w) {
+			t.Errorf("line %d: %q lacks %q", i+1, lines[i], w)
+		}
+	}
+	_, err := os.Stat(filepath.Join(dir, daemon.OwnerTokenFile))
+	is.True(os.IsNotExist(err))
+}
+
 func TestServeUnreadableConfig(t *testing.T) {
 	is := is.New(t)
 	dir := t.TempDir()

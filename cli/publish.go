@@ -46,7 +46,40 @@ platform'), in your only project and environment, else the local workspace's
   bridge workflow publish actions.yaml flow.yaml
   bridge workflow activate acme/flow
   bridge workflow activations`
-	cmd.AddCommand(a.workflowPublishCmd(), a.workflowActivateCmd(), a.workflowActivationsCmd())
+	cmd.Example += `
+  bridge workflow catalog > catalog.lock.json`
+	cmd.AddCommand(a.workflowPublishCmd(), a.workflowActivateCmd(), a.workflowActivationsCmd(), a.workflowCatalogCmd())
+}
+
+// workflowCatalogCmd prints the project's catalog lock, the file that
+// 'workflow compile --catalog' takes.
+func (a *app) workflowCatalogCmd() *cobra.Command {
+	var t envTarget
+	cmd := &cobra.Command{
+		Use:   "catalog",
+		Short: "Print the project's catalog lock (for compile --catalog)",
+		Long: `Prints the project's current catalog lock (GET P/catalog): the published
+versions, task queues and adapters a definition may reference. Compiling
+against it locally gives what publishing the definition would compile.`,
+		Example: `  bridge workflow catalog > catalog.lock.json
+  bridge workflow compile flow.yaml --catalog catalog.lock.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			tg, err := t.open(ctx, a, false)
+			if err != nil {
+				return err
+			}
+			var lock json.RawMessage
+			if err := tg.call(ctx, http.MethodGet, tg.ids.projectPath()+"/catalog", nil, nil, &lock); err != nil {
+				return err
+			}
+			_, err = a.out.Write(append(lock, '\n'))
+			return err
+		},
+	}
+	t.add(cmd, false)
+	return cmd
 }
 
 // definitionFile is a definition read for publication.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentbridge/bridge/config"
 	"github.com/agentbridge/bridge/daemon"
 )
 
@@ -24,6 +25,7 @@ const (
 	ExitError      = 1 // the command failed
 	ExitUsage      = 2 // bad flags or arguments
 	ExitNotRunning = 3 // `bridge status`: no daemon is running
+	ExitPartial    = 4 // `bridge workflow compile|validate`: no errors, but references left unresolved
 )
 
 // exitError carries a specific exit code out of a command.
@@ -65,12 +67,23 @@ func Execute(ctx context.Context, build Build, args []string, stdout, stderr io.
 		code = ExitUsage
 	}
 	if msg := err.Error(); msg != "" {
-		fmt.Fprintf(stderr, "bridge: %s\n", oneLine(msg))
+		// Joined errors (every mistake of a config.yaml) get a line each.
+		for _, e := range config.Errors(unwrapExit(err)) {
+			fmt.Fprintf(stderr, "bridge: %s\n", oneLine(e.Error()))
+		}
 		if code == ExitUsage {
 			fmt.Fprintln(stderr, "Run 'bridge --help' for usage.")
 		}
 	}
 	return code
+}
+
+// unwrapExit strips the exit code carried by withCode.
+func unwrapExit(err error) error {
+	if ee, ok := err.(*exitError); ok {
+		return ee.err
+	}
+	return err
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -269,6 +269,7 @@ func TestRunUsageErrors(t *testing.T) {
 		{"workflow", "activate", "acme/flow@x"},
 		{"workflow", "activate", "acme/flow", "--input-defaults", "3"},
 		{"workflow", "activations", "--status", "gone"},
+		{"workflow", "catalog", "extra"},
 	})
 }
 
@@ -371,4 +372,23 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
+}
+
+// TestWorkflowCatalogFeedsCompile: 'workflow catalog' prints the project's
+// lock, against which the example workflow compiles once its dependencies
+// are published (README: Workflow definitions).
+func TestWorkflowCatalogFeedsCompile(t *testing.T) {
+	is := is.New(t)
+	d := startDaemon(t)
+	deps, err := filepath.Glob("../examples/fulfil-order/[1-5]-*.yaml")
+	is.NoErr(err)
+	is.Equal(len(deps), 5)
+	d.ok(append([]string{"workflow", "publish"}, deps...)...)
+	out := d.ok("workflow", "catalog")
+	lock := filepath.Join(t.TempDir(), "catalog.lock.json")
+	is.NoErr(os.WriteFile(lock, []byte(out), 0o600))
+	code, res, _ := d.run("workflow", "compile", "../examples/fulfil-order/6-fulfil-order.yaml", "--catalog", lock)
+	is.Equal(code, 0)
+	is.True(strings.Contains(res, "ok: "))
+	is.True(strings.Contains(out, `"id":"acme/kyc-check"`))
 }

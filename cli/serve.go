@@ -1,16 +1,31 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentbridge/bridge/bridge"
+	"github.com/agentbridge/bridge/callbacks"
 	"github.com/agentbridge/bridge/config"
 	"github.com/agentbridge/bridge/daemon"
+	"github.com/agentbridge/bridge/ingest"
+	"github.com/agentbridge/bridge/platform"
 	"github.com/agentbridge/bridge/platform/identity"
 	"github.com/agentbridge/bridge/wire"
 )
+
+// checkSubsystemConfig decodes the subsystems' sections of file and returns
+// their errors (each subsystem reads its section again when it is built).
+func checkSubsystemConfig(file *config.File) []error {
+	_, bridgeErr := bridge.LoadConfig(file)
+	_, platformErr := platform.LoadConfig(file)
+	_, ingestErr := ingest.LoadConfig(file)
+	_, callbacksErr := callbacks.LoadSettings(file)
+	return []error{bridgeErr, platformErr, ingestErr, callbacksErr}
+}
 
 // knownSections are the top-level keys config.yaml may have.
 var knownSections = []string{"listen", "log", "events", "bridge", "platform", "factory"}
@@ -22,17 +37,19 @@ func (a *app) loadConfig(cmd *cobra.Command, dir string) (*config.File, daemon.C
 	if err != nil {
 		return nil, cfg, err
 	}
-	if err := file.CheckKnown(knownSections...); err != nil {
-		return nil, cfg, err
-	}
-	// The daemon's own sections; the others belong to subsystems.
+	// Every mistake of the file is reported at once (README: Configuration):
+	// unknown sections, the daemon's own sections and the subsystems'
+	// sections, which the subsystems decode again when the daemon starts.
+	errs := []error{file.CheckKnown(knownSections...)}
 	for _, sec := range []struct {
 		name string
 		out  any
 	}{{"listen", &cfg.Listen}, {"log", &cfg.Log}, {"events", &cfg.Events}} {
-		if err := file.Decode(sec.name, sec.out); err != nil {
-			return nil, cfg, err
-		}
+		errs = append(errs, file.Decode(sec.name, sec.out))
+	}
+	errs = append(errs, checkSubsystemConfig(file)...)
+	if err := errors.Join(errs...); err != nil {
+		return nil, cfg, err
 	}
 	// Flags win over environment and file.
 	if a.logLevel != "" {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,6 +55,23 @@ func splitList(s string) []string {
 	return out
 }
 
+// checkScopes refuses a --scopes value that names no scope, an unknown one or
+// one twice: a bad flag value, so the usage exit code (README: Commands).
+func checkScopes(scopes []string) error {
+	if len(scopes) == 0 {
+		return fmt.Errorf("--scopes must name at least one of %s", strings.Join(bridge.AllScopes, ", "))
+	}
+	for i, s := range scopes {
+		if !slices.Contains(bridge.AllScopes, s) {
+			return fmt.Errorf("--scopes: unknown scope %q (want %s)", s, strings.Join(bridge.AllScopes, ", "))
+		}
+		if slices.Contains(scopes[:i], s) {
+			return fmt.Errorf("--scopes: scope %q is listed twice", s)
+		}
+	}
+	return nil
+}
+
 func (a *app) tokenCmd() *cobra.Command {
 	var id, profiles, scopes string
 	var asJSON bool
@@ -72,6 +90,9 @@ data directory).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req := bridge.TokenRequest{ID: id, Profiles: splitList(profiles), Scopes: splitList(scopes)}
+			if err := checkScopes(req.Scopes); err != nil {
+				return withCode(ExitUsage, err)
+			}
 			ctx := cmd.Context()
 			var issued bridge.IssuedToken
 			if c := a.running(ctx); c != nil {

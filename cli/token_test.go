@@ -29,9 +29,12 @@ func TestTokenAndRevokeWithDaemonDown(t *testing.T) {
 	is.NoErr(json.Unmarshal([]byte(out), &issued))
 	is.True(strings.HasPrefix(issued["token"].(string), daemon.TokenPrefix))
 
-	code, _, errw = run(ctx, "token", "--data-dir", dir, "--id", "ide", "--scopes", "admin")
-	is.Equal(code, ExitError)
-	is.True(strings.Contains(errw, "unknown scope"))
+	// A bad --scopes value is a usage error (exit 2), whatever is wrong with it.
+	for _, scopes := range []string{"admin", "read,read", ",", "read,Submit"} {
+		code, _, errw = run(ctx, "token", "--data-dir", dir, "--id", "ide", "--scopes", scopes)
+		is.Equal(code, ExitUsage)
+		is.True(strings.Contains(errw, "--scopes"))
+	}
 	code, _, errw = run(ctx, "token", "--data-dir", dir, "--id", "ide", "--profiles", "gpt")
 	is.Equal(code, ExitError)
 	is.True(strings.Contains(errw, "not configured"))
@@ -70,7 +73,7 @@ func TestTokenAndRevokeWithDaemonUp(t *testing.T) {
 	is.True(strings.Contains(out, "Revoked 1 token"))
 	is.Equal(statusCode(t, st.BridgeURL, tok), 401) // the next request
 	code, _, errw := run(ctx, "token", "--data-dir", dir, "--id", "x", "--scopes", "nope")
-	is.Equal(code, ExitError)
+	is.Equal(code, ExitUsage)
 	is.True(strings.Contains(errw, "unknown scope"))
 }
 

@@ -45,10 +45,13 @@ func (a *app) compileCmd(validate bool) *cobra.Command {
 		Short: short,
 		Long: short + `.
 
-Prints file:line:column diagnostics; exit code 0 when the definition compiles
-(warnings allowed), 1 when it has errors. --json prints the compiler result
-exactly as the platform's HTTP API does (ok, partial, artifact, digest,
-source_map, diagnostics).`,
+Prints file:line:column diagnostics. Exit code 0 when the definition compiles
+(warnings allowed); 4 when the result is partial: no errors, but references
+left unresolved because no --catalog lock was given (or it lacks them); 1 when
+it has errors (with --strict, warnings count as errors). --json prints the
+compiler result exactly as the platform's HTTP API does (ok, partial,
+artifact, digest, source_map, diagnostics). 'bridge workflow catalog' prints
+your project's catalog lock.`,
 		Example: example,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -91,7 +94,10 @@ source_map, diagnostics).`,
 			} else {
 				a.printDiagnostics(args[0], res)
 			}
-			if !res.OK {
+			switch compileOutcome(res) {
+			case outcomePartial:
+				return withCode(ExitPartial, fmt.Errorf(""))
+			case outcomeFailed:
 				return withCode(ExitError, fmt.Errorf(""))
 			}
 			return nil
@@ -103,10 +109,27 @@ source_map, diagnostics).`,
 	return cmd
 }
 
-func (a *app) printDiagnostics(file string, res lang.Result) {
-	errs, warns := 0, 0
+// Outcomes of a compile, each with its exit code (see compileCmd).
+const (
+	outcomeOK      = "ok"
+	outcomePartial = "partial"
+	outcomeFailed  = "failed"
+)
+
+func compileOutcome(res lang.Result) string {
+	errs, _ := countDiagnostics(res)
+	switch {
+	case res.OK:
+		return outcomeOK
+	case res.Partial && errs == 0:
+		return outcomePartial
+	default:
+		return outcomeFailed
+	}
+}
+
+func countDiagnostics(res lang.Result) (errs, warns int) {
 	for _, d := range res.Diagnostics {
-		fmt.Fprintf(a.out, "%s:%d:%d: %s %s: %s\n", file, d.Range.Start.Line, d.Range.Start.Column, d.Severity, d.Code, d.Message)
 		switch d.Severity {
 		case "error":
 			errs++
@@ -114,11 +137,19 @@ func (a *app) printDiagnostics(file string, res lang.Result) {
 			warns++
 		}
 	}
-	switch {
-	case res.OK:
+	return errs, warns
+}
+
+func (a *app) printDiagnostics(file string, res lang.Result) {
+	for _, d := range res.Diagnostics {
+		fmt.Fprintf(a.out, "%s:%d:%d: %s %s: %s\n", file, d.Range.Start.Line, d.Range.Start.Column, d.Severity, d.Code, d.Message)
+	}
+	errs, warns := countDiagnostics(res)
+	switch compileOutcome(res) {
+	case outcomeOK:
 		fmt.Fprintf(a.out, "ok: %s compiles (%d warning(s)); digest %s\n", file, warns, res.Digest)
-	case res.Partial && errs == 0:
-		fmt.Fprintf(a.out, "partial: %s has unresolved references (%d warning(s)); pass --catalog to resolve them\n", file, warns)
+	case outcomePartial:
+		fmt.Fprintf(a.out, "partial: %s has unresolved references (%d warning(s)); pass --catalog to resolve them (see 'bridge workflow catalog')\n", file, warns)
 	default:
 		fmt.Fprintf(a.out, "failed: %d error(s), %d warning(s)\n", errs, warns)
 	}

@@ -53,7 +53,7 @@ func TestWorkflowCompile(t *testing.T) {
 	is.Equal(out, string(want)+"\n")
 
 	code, _, _ = run(context.Background(), "workflow", "validate", file)
-	is.True(code == 0 || code == ExitError) // partial without a catalog is allowed to fail strictness
+	is.Equal(code, ExitPartial) // without a catalog the references stay unresolved
 }
 
 func TestWorkflowCompileReportsPositions(t *testing.T) {
@@ -73,4 +73,42 @@ func TestWorkflowCompileReportsPositions(t *testing.T) {
 	code, _, errw = run(context.Background(), "workflow", "compile", file, "--catalog", file)
 	is.Equal(code, ExitError)
 	is.True(strings.Contains(errw, "catalog lock"))
+}
+
+// TestWorkflowCompileExitCodes: ok (warnings allowed) exits 0, a partial
+// result without errors exits ExitPartial, errors exit 1, as --help says;
+// the shipped example compiles against the shipped catalog lock.
+func TestWorkflowCompileExitCodes(t *testing.T) {
+	is := is.New(t)
+	file := "../examples/fulfil-order/6-fulfil-order.yaml"
+	for _, verb := range []string{"compile", "validate"} {
+		code, out, _ := run(context.Background(), "workflow", verb, file)
+		is.Equal(code, ExitPartial) // only LANG-REF-UNRESOLVED warnings
+		is.True(strings.Contains(out, "warning LANG-REF-UNRESOLVED"))
+		is.True(!strings.Contains(out, " error "))
+		is.True(strings.Contains(out, "partial: "))
+		code, out, _ = run(context.Background(), "workflow", verb, file, "--json")
+		is.Equal(code, ExitPartial)
+		is.True(strings.Contains(out, `"partial":true`))
+	}
+	code, out, _ := run(context.Background(), "workflow", "compile", file, "--catalog", "../examples/fulfil-order/catalog.lock.json")
+	is.Equal(code, 0)
+	is.True(strings.Contains(out, "ok: "))
+	// --strict makes the unresolved references errors.
+	code, _, _ = run(context.Background(), "workflow", "compile", file, "--strict")
+	is.Equal(code, ExitError)
+
+	// A warning that leaves the result whole (an unreachable step) exits 0.
+	warned := filepath.Join(t.TempDir(), "warned.yaml")
+	is.NoErr(os.WriteFile(warned, []byte("kind: workflow\nid: t/w\nsteps:\n  - id: a\n    fail: {code: BOOM}\n  - id: b\n    wait: 1s\n"), 0o600))
+	code, out, _ = run(context.Background(), "workflow", "compile", warned)
+	is.Equal(code, 0)
+	is.True(strings.Contains(out, "warning LANG-UNREACHABLE"))
+	is.True(strings.Contains(out, "ok: "))
+
+	// The help states the same codes.
+	code, out, _ = run(context.Background(), "workflow", "compile", "--help")
+	is.Equal(code, 0)
+	is.True(strings.Contains(out, "Exit code 0 when the definition compiles"))
+	is.True(strings.Contains(out, "4 when the result is partial"))
 }

@@ -2,6 +2,8 @@
 // overrides. Each subsystem owns the struct for its own section and its defaults;
 // this package only knows how to fill such a struct: YAML first (strict, with
 // line and column in every error), then environment variables, which win.
+// A decode reports every error it finds, not just the first (errors.Join of
+// *Error values; Errors lists them), so one edit fixes a whole config.yaml.
 //
 // Precedence, as DESIGN.md says: flag > environment > config.yaml > default.
 // Flags are applied by the CLI after Decode returns.
@@ -146,12 +148,13 @@ func (f *File) Decode(prefix string, out any) error {
 	if err != nil {
 		return err
 	}
+	var errs []error
 	if node != nil {
-		if err := f.decodeStruct(node, rv.Elem()); err != nil {
-			return err
-		}
+		errs = append(errs, f.decodeStruct(node, rv.Elem()))
 	}
-	if err := f.applyEnv(prefix, rv.Elem()); err != nil {
+	errs = append(errs, f.applyEnv(prefix, rv.Elem()))
+	if err := errors.Join(errs...); err != nil {
+		// Validation of half-decoded values would only add noise.
 		return err
 	}
 	if v, ok := out.(Validator); ok {
@@ -208,8 +211,9 @@ func (f *File) Keys() []*yaml.Node {
 	return keys
 }
 
-// CheckKnown reports the first top-level key that is not in known, with its position.
+// CheckKnown reports every top-level key that is not in known, each with its position.
 func (f *File) CheckKnown(known ...string) error {
+	var errs []error
 	for _, k := range f.Keys() {
 		ok := false
 		for _, want := range known {
@@ -219,10 +223,27 @@ func (f *File) CheckKnown(known ...string) error {
 			}
 		}
 		if !ok {
-			return f.errAt(k, "unknown section %q (known: %s)", k.Value, strings.Join(known, ", "))
+			errs = append(errs, f.errAt(k, "unknown section %q (known: %s)", k.Value, strings.Join(known, ", ")))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
+}
+
+// Errors lists the configuration errors err holds, in the order found: the
+// *Error values joined by Decode and CheckKnown (or err itself when it joins
+// nothing).
+func Errors(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, Errors(e)...)
+		}
+		return out
+	}
+	return []error{err}
 }
 
 func lookup(m *yaml.Node, key string) *yaml.Node {
@@ -250,10 +271,12 @@ func (f *File) decodeStruct(n *yaml.Node, v reflect.Value) error {
 	}
 	t := v.Type()
 	seen := map[string]bool{}
+	var errs []error
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
 		if seen[k.Value] {
-			return f.errAt(k, "duplicate key %q", k.Value)
+			errs = append(errs, f.errAt(k, "duplicate key %q", k.Value))
+			continue
 		}
 		seen[k.Value] = true
 		idx := -1
@@ -265,13 +288,12 @@ func (f *File) decodeStruct(n *yaml.Node, v reflect.Value) error {
 			}
 		}
 		if idx < 0 {
-			return f.errAt(k, "unknown key %q", k.Value)
+			errs = append(errs, f.errAt(k, "unknown key %q", k.Value))
+			continue
 		}
-		if err := f.decodeValue(val, v.Field(idx)); err != nil {
-			return err
-		}
+		errs = append(errs, f.decodeValue(val, v.Field(idx)))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func (f *File) decodeValue(n *yaml.Node, v reflect.Value) error {
@@ -301,17 +323,19 @@ func (f *File) decodeValue(n *yaml.Node, v reflect.Value) error {
 		if v.IsNil() {
 			v.Set(reflect.MakeMap(v.Type()))
 		}
+		var errs []error
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			elem := reflect.New(v.Type().Elem()).Elem()
 			if old := v.MapIndex(reflect.ValueOf(n.Content[i].Value)); old.IsValid() {
 				elem.Set(old)
 			}
 			if err := f.decodeValue(n.Content[i+1], elem); err != nil {
-				return err
+				errs = append(errs, err)
+				continue
 			}
 			v.SetMapIndex(reflect.ValueOf(n.Content[i].Value), elem)
 		}
-		return nil
+		return errors.Join(errs...)
 	}
 	ptr := reflect.New(v.Type())
 	if err := n.Decode(ptr.Interface()); err != nil {
@@ -346,6 +370,7 @@ func EnvName(path string) string {
 
 func (f *File) applyEnv(prefix string, v reflect.Value) error {
 	t := v.Type()
+	var errs []error
 	for i := 0; i < t.NumField(); i++ {
 		sf := t.Field(i)
 		if !sf.IsExported() || sf.Tag.Get("yaml") == "-" {
@@ -357,15 +382,11 @@ func (f *File) applyEnv(prefix string, v reflect.Value) error {
 		}
 		fv := v.Field(i)
 		if fv.Kind() == reflect.Map && sf.Tag.Get("env") == envKeyed {
-			if err := f.applyEnvMap(path, fv); err != nil {
-				return err
-			}
+			errs = append(errs, f.applyEnvMap(path, fv))
 			continue
 		}
 		if fv.Kind() == reflect.Struct && fv.Type() != durationType {
-			if err := f.applyEnv(path, fv); err != nil {
-				return err
-			}
+			errs = append(errs, f.applyEnv(path, fv))
 			continue
 		}
 		name := sf.Tag.Get("env")
@@ -384,10 +405,10 @@ func (f *File) applyEnv(prefix string, v reflect.Value) error {
 			continue
 		}
 		if err := setFromString(fv, raw); err != nil {
-			return &Error{Env: name, Msg: err.Error()}
+			errs = append(errs, &Error{Env: name, Msg: err.Error()})
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func setFromString(v reflect.Value, raw string) error {

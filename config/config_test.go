@@ -249,3 +249,55 @@ func FuzzParse(f *testing.F) {
 		_ = file.CheckKnown("s")
 	})
 }
+
+// TestDecodeReportsEveryError: a config.yaml with several mistakes names each
+// of them with its position, not only the first (README: Configuration).
+func TestDecodeReportsEveryError(t *testing.T) {
+	is := is.New(t)
+	src := "s:\n  bogus: 1\n  max-payload-size: lots\n  enabled: true\n  enabled: false\n  retry:\n    nope: 1\n    initial-delay: soon\n  providers:\n    stripe: {max-attempts: many}\n"
+	f, err := Parse("c.yaml", []byte(src))
+	is.NoErr(err)
+	f.LookupEnv = env(map[string]string{"S_MULTIPLIER": "x", "CALLBACK_SIGNATURE_HEADER": "ok"})
+	got := defaults()
+	err = f.Decode("s", &got)
+	errs := Errors(err)
+	want := []string{
+		`c.yaml:2:3: unknown key "bogus"`,
+		`c.yaml:3:21: "lots" is not a valid whole number`,
+		`c.yaml:5:3: duplicate key "enabled"`,
+		`c.yaml:7:5: unknown key "nope"`,
+		`c.yaml:8:20: "soon" is not a duration`,
+		`c.yaml:10:28: "many" is not a valid whole number`,
+	}
+	is.Equal(len(errs), len(want)) // every mistake of the file, nothing from the environment yet
+	for i, w := range want {
+		var ce *Error
+		is.True(errors.As(errs[i], &ce))
+		is.True(strings.Contains(errs[i].Error(), w)) // in file order, with line:col
+	}
+
+	// The environment's mistakes are reported together too.
+	f = Empty()
+	f.LookupEnv = env(map[string]string{"S_MAX_PAYLOAD_SIZE": "big", "S_RETRY_MULTIPLIER": "x", "S_ENABLED": "maybe"})
+	got = defaults()
+	errs = Errors(f.Decode("s", &got))
+	is.Equal(len(errs), 3)
+
+	// A clean file has none.
+	f, err = Parse("c.yaml", []byte("s:\n  enabled: false\n"))
+	is.NoErr(err)
+	f.LookupEnv = env(nil)
+	got = defaults()
+	is.NoErr(f.Decode("s", &got))
+	is.Equal(Errors(nil), nil)
+}
+
+func TestCheckKnownReportsEverySection(t *testing.T) {
+	is := is.New(t)
+	f, err := Parse("c.yaml", []byte("listen: {}\nmystery: 1\nlog: {}\nlsiten: {}\n"))
+	is.NoErr(err)
+	errs := Errors(f.CheckKnown("listen", "log"))
+	is.Equal(len(errs), 2)
+	is.True(strings.Contains(errs[0].Error(), `c.yaml:2:1: unknown section "mystery"`))
+	is.True(strings.Contains(errs[1].Error(), `c.yaml:4:1: unknown section "lsiten"`))
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -11,7 +12,8 @@ import (
 
 // Claude drives Claude Code in print mode:
 //
-//	claude -p --output-format stream-json --verbose [Config.Args...] [--resume <session>]
+//	claude -p --output-format stream-json --verbose [Config.Args...]
+//	       [--permission-mode <Config.PermissionMode>] [--model M] [--max-turns N] [--resume <session>]
 //
 // with the prompt on stdin. Its stream-json output is one JSON object per
 // line: system/init (session id), assistant messages (text, thinking and
@@ -31,12 +33,25 @@ func (c *Claude) Available() error { return c.cfg.available(NameClaude) }
 // Demo returns false.
 func (c *Claude) Demo() bool { return false }
 
+// Permissions returns the permission mode the CLI runs with: the one in
+// Config.Args, else Config.PermissionMode. "--dangerously-skip-permissions"
+// in Args reports "bypassPermissions".
+func (c *Claude) Permissions() string {
+	if v, ok := argValue(c.cfg.Args, "--permission-mode"); ok {
+		return v
+	}
+	if hasArg(c.cfg.Args, "--dangerously-skip-permissions") {
+		return "bypassPermissions"
+	}
+	return c.cfg.PermissionMode
+}
+
 // Run executes one turn; see [Provider].
 func (c *Claude) Run(ctx context.Context, req Request, emit func(Event)) (Result, error) {
 	return runProcess(ctx, procSpec{
 		name:   NameClaude,
 		cfg:    c.cfg,
-		args:   claudeArgs(c.cfg.Args, req),
+		args:   claudeArgs(c.cfg, req),
 		req:    req,
 		parser: newClaudeParser(),
 	}, emit)
@@ -45,9 +60,12 @@ func (c *Claude) Run(ctx context.Context, req Request, emit func(Event)) (Result
 // claudeArgs builds the argument list. The prompt is not among them: with
 // no prompt argument, print mode reads it from stdin, which avoids argv
 // limits and prompts that look like flags.
-func claudeArgs(extra []string, req Request) []string {
+func claudeArgs(cfg Config, req Request) []string {
 	args := []string{"-p", "--output-format", "stream-json", "--verbose"}
-	args = append(args, extra...)
+	args = append(args, cfg.Args...)
+	if !hasArg(cfg.Args, "--permission-mode", "--dangerously-skip-permissions") && cfg.PermissionMode != "" {
+		args = append(args, "--permission-mode", cfg.PermissionMode)
+	}
 	if req.Model != "" {
 		args = append(args, "--model", req.Model)
 	}
@@ -66,12 +84,30 @@ type claudeLine struct {
 	Subtype   string         `json:"subtype"`
 	SessionID string         `json:"session_id"`
 	Message   *claudeMessage `json:"message"`
+	// ParentToolUseID is set on frames produced inside a subagent.
+	ParentToolUseID string `json:"parent_tool_use_id"`
+	// Error is the assistant message's error class (SDKAssistantMessageError:
+	// "authentication_failed", "rate_limit", ...), also on api_retry lines.
+	Error string `json:"error"`
+	// system/api_retry lines
+	Attempt      int      `json:"attempt"`
+	MaxRetries   int      `json:"max_retries"`
+	RetryDelayMS float64  `json:"retry_delay_ms"`
+	ErrorStatus  *int     `json:"error_status"`
+	Denials      []denial `json:"permission_denials"` // result lines
 	// result lines
 	Result       string          `json:"result"`
 	IsError      bool            `json:"is_error"`
 	TotalCostUSD float64         `json:"total_cost_usd"`
 	Usage        *claudeUsage    `json:"usage"`
 	Errors       json.RawMessage `json:"errors"` // strings, or objects in some versions
+}
+
+// denial is one entry of a result's permission_denials (SDKPermissionDenial).
+type denial struct {
+	ToolName  string          `json:"tool_name"`
+	ToolUseID string          `json:"tool_use_id"`
+	ToolInput json.RawMessage `json:"tool_input"`
 }
 
 type claudeMessage struct {
@@ -96,6 +132,9 @@ type claudeUsage struct {
 	OutputTokens             int64 `json:"output_tokens"`
 	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
 	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	OutputTokensDetails      *struct {
+		ThinkingTokens int64 `json:"thinking_tokens"`
+	} `json:"output_tokens_details"`
 }
 
 type claudeParser struct {
@@ -121,18 +160,35 @@ func (p *claudeParser) parseLine(line []byte, now time.Time) []Event {
 	if m.SessionID != "" && p.st.sessionID == "" {
 		p.st.sessionID = m.SessionID // every line carries it; init may be missed
 	}
-	base := Event{SessionID: p.st.sessionID, Raw: line, Time: now}
+	base := Event{SessionID: p.st.sessionID, Raw: line, Time: now, ParentToolID: m.ParentToolUseID}
 	var evs []Event
 	switch m.Type {
 	case "system":
-		if m.Subtype == "init" && m.SessionID != "" {
+		switch {
+		case m.Subtype == "init" && m.SessionID != "":
 			p.st.sessionID = m.SessionID
 			ev := base
 			ev.Kind, ev.SessionID = EventSession, m.SessionID
 			evs = append(evs, ev)
+		case m.Subtype == "api_retry":
+			ev := base
+			ev.Kind, ev.Code = EventRetry, m.Error
+			ev.Retry = &RetryInfo{Attempt: m.Attempt, MaxRetries: m.MaxRetries, DelayMS: m.RetryDelayMS}
+			if m.ErrorStatus != nil {
+				ev.Retry.Status = *m.ErrorStatus
+			}
+			ev.Text = fmt.Sprintf("API request failed (%s), retry %d of %d", retryCause(m.Error, ev.Retry.Status), m.Attempt, m.MaxRetries)
+			if m.ParentToolUseID == "" {
+				p.st.lastError, p.st.failure = ev.Text, claudeFailure(m.Error)
+			}
+			evs = append(evs, ev)
 		}
 	case "assistant":
-		evs = p.assistant(m.Message, base)
+		if m.Error != "" {
+			evs = p.assistantError(&m, base)
+		} else {
+			evs = p.assistant(m.Message, base)
+		}
 	case "user":
 		evs = p.user(m.Message, base)
 	case "result":
@@ -140,7 +196,9 @@ func (p *claudeParser) parseLine(line []byte, now time.Time) []Event {
 	}
 	if len(evs) == 0 {
 		// rate_limit_event, stream_event, other system subtypes, user text...
-		return []Event{rawEvent(line, p.st.sessionID, now)}
+		ev := rawEvent(line, p.st.sessionID, now)
+		ev.ParentToolID = m.ParentToolUseID
+		return []Event{ev}
 	}
 	return evs
 }
@@ -160,6 +218,57 @@ func blocks(msg *claudeMessage) ([]claudeBlock, string) {
 	return nil, ""
 }
 
+// assistantError handles an assistant message that carries an error class:
+// its text ("Not logged in · Please run /login") is the CLI describing a
+// failure, not the model answering, so it is an error event and never the
+// answer.
+func (p *claudeParser) assistantError(m *claudeLine, base Event) []Event {
+	bs, text := blocks(m.Message)
+	parts := []string{}
+	if text != "" {
+		parts = append(parts, text)
+	}
+	for _, b := range bs {
+		if b.Type == "text" && b.Text != "" {
+			parts = append(parts, b.Text)
+		}
+	}
+	ev := base
+	ev.Kind, ev.Code = EventError, m.Error
+	ev.Text = strings.Join(parts, "\n")
+	if ev.Text == "" {
+		ev.Text = "claude: " + m.Error
+	}
+	if m.ParentToolUseID == "" {
+		p.st.lastError, p.st.failure = ev.Text, claudeFailure(m.Error)
+	}
+	return []Event{ev}
+}
+
+// claudeFailure maps Claude's assistant error classes (SDKAssistantMessageError)
+// to failure classes; others stay unclassified agent errors.
+func claudeFailure(code string) string {
+	switch code {
+	case "authentication_failed", "oauth_org_not_allowed", "verification_required", "cloud_credential_error":
+		return FailureAuth
+	case "rate_limit":
+		return FailureRateLimit
+	}
+	return ""
+}
+
+func retryCause(code string, status int) string {
+	switch {
+	case status != 0 && code != "":
+		return fmt.Sprintf("%s, HTTP %d", code, status)
+	case status != 0:
+		return fmt.Sprintf("HTTP %d", status)
+	case code != "" && code != "unknown":
+		return code
+	}
+	return "connection error"
+}
+
 func (p *claudeParser) assistant(msg *claudeMessage, base Event) []Event {
 	bs, text := blocks(msg)
 	var evs []Event
@@ -173,7 +282,9 @@ func (p *claudeParser) assistant(msg *claudeMessage, base Event) []Event {
 			if b.Text == "" {
 				continue
 			}
-			p.st.lastMessage = b.Text
+			if base.ParentToolID == "" { // a subagent's text is not the answer
+				p.st.lastMessage = b.Text
+			}
 			ev.Kind, ev.Text = EventMessage, b.Text
 		case "thinking":
 			if b.Thinking == "" {
@@ -225,6 +336,9 @@ func (p *claudeParser) result(m *claudeLine, base Event) []Event {
 		u.OutputTokens = m.Usage.OutputTokens
 		u.CacheReadTokens = m.Usage.CacheReadInputTokens
 		u.CacheWriteTokens = m.Usage.CacheCreationInputTokens
+		if d := m.Usage.OutputTokensDetails; d != nil {
+			u.ReasoningTokens = d.ThinkingTokens
+		}
 	}
 	isError := m.IsError || (m.Subtype != "" && m.Subtype != "success")
 	text := m.Result
@@ -242,15 +356,25 @@ func (p *claudeParser) result(m *claudeLine, base Event) []Event {
 	p.st.isError = isError
 	p.st.subtype = m.Subtype
 	p.st.usage = u
+	if !isError {
+		p.st.failure = ""
+	}
 
 	base.SessionID = p.st.sessionID
+	var evs []Event
+	for _, d := range m.Denials {
+		ev := base
+		ev.Kind = EventDenied
+		ev.Tool = &ToolEvent{ID: d.ToolUseID, Name: d.ToolName, Input: d.ToolInput, Files: filesFromInput(d.ToolInput)}
+		evs = append(evs, ev)
+	}
 	usage, res := base, base
 	usage.Kind = EventUsage
 	usage.Usage = &u
 	res.Kind, res.Text, res.IsError = EventResult, text, isError
 	uc := u
 	res.Usage = &uc
-	return []Event{usage, res}
+	return append(evs, usage, res)
 }
 
 // errorsText renders the result's errors field (an array of strings or of

@@ -11,9 +11,10 @@ import (
 
 // Codex drives the OpenAI Codex CLI non-interactively:
 //
-//	codex exec --json [Config.Args...] -                   new thread
-//	codex exec --json [Config.Args...] resume <thread> -   continue a thread
+//	codex exec --json [Config.Args...] [--sandbox S] [--model M] -                   new thread
+//	codex exec --json [Config.Args...] [--sandbox S] [--model M] resume <thread> -   continue a thread
 //
+// --sandbox is Config.Sandbox unless Config.Args choose a sandbox already.
 // "-" makes codex read the prompt from stdin. Its JSONL events are
 // thread.started (thread id), turn.started, item.started / item.updated /
 // item.completed (agent_message, reasoning, command_execution, file_change,
@@ -36,20 +37,41 @@ func (c *Codex) Available() error { return c.cfg.available(NameCodex) }
 // Demo returns false.
 func (c *Codex) Demo() bool { return false }
 
+// sandboxFlags choose Codex's sandbox on the command line.
+var sandboxFlags = []string{"-s", "--sandbox", "--full-auto", "--dangerously-bypass-approvals-and-sandbox"}
+
+// Permissions returns the sandbox the CLI runs with: the one in
+// Config.Args, else Config.Sandbox.
+func (c *Codex) Permissions() string {
+	if v, ok := argValue(c.cfg.Args, "-s", "--sandbox"); ok {
+		return v
+	}
+	switch {
+	case hasArg(c.cfg.Args, "--dangerously-bypass-approvals-and-sandbox"):
+		return "danger-full-access"
+	case hasArg(c.cfg.Args, "--full-auto"):
+		return "workspace-write"
+	}
+	return c.cfg.Sandbox
+}
+
 // Run executes one turn; see [Provider].
 func (c *Codex) Run(ctx context.Context, req Request, emit func(Event)) (Result, error) {
 	return runProcess(ctx, procSpec{
 		name:   NameCodex,
 		cfg:    c.cfg,
-		args:   codexArgs(c.cfg.Args, req),
+		args:   codexArgs(c.cfg, req),
 		req:    req,
 		parser: newCodexParser(),
 	}, emit)
 }
 
-func codexArgs(extra []string, req Request) []string {
+func codexArgs(cfg Config, req Request) []string {
 	args := []string{"exec", "--json"}
-	args = append(args, extra...)
+	args = append(args, cfg.Args...)
+	if !hasArg(cfg.Args, sandboxFlags...) && cfg.Sandbox != "" {
+		args = append(args, "--sandbox", cfg.Sandbox)
+	}
 	if req.Model != "" {
 		args = append(args, "--model", req.Model)
 	}
@@ -75,6 +97,7 @@ type codexError struct {
 type codexUsage struct {
 	InputTokens           int64 `json:"input_tokens"`
 	CachedInputTokens     int64 `json:"cached_input_tokens"`
+	CacheWriteInputTokens int64 `json:"cache_write_input_tokens"`
 	OutputTokens          int64 `json:"output_tokens"`
 	ReasoningOutputTokens int64 `json:"reasoning_output_tokens"`
 }
@@ -156,16 +179,22 @@ func (p *codexParser) parseLine(line []byte, now time.Time) []Event {
 			p.st.lastError = m.Message
 			ev := base
 			ev.Kind, ev.Text = EventError, m.Message
+			// Codex reports its transport retries as stream errors
+			// ("Reconnecting... 2/5 (...)"); offline it never stops.
+			if strings.HasPrefix(m.Message, "Reconnecting") {
+				ev.Kind = EventRetry
+			}
 			evs = append(evs, ev)
 		}
 	case "turn.completed":
 		u := Usage{}
 		if m.Usage != nil {
 			u = Usage{
-				InputTokens:     m.Usage.InputTokens,
-				OutputTokens:    m.Usage.OutputTokens,
-				CacheReadTokens: m.Usage.CachedInputTokens,
-				ReasoningTokens: m.Usage.ReasoningOutputTokens,
+				InputTokens:      m.Usage.InputTokens,
+				OutputTokens:     m.Usage.OutputTokens,
+				CacheReadTokens:  m.Usage.CachedInputTokens,
+				CacheWriteTokens: m.Usage.CacheWriteInputTokens,
+				ReasoningTokens:  m.Usage.ReasoningOutputTokens,
 			}
 		}
 		p.terminal(false, p.st.lastMessage, "turn.completed", u)
@@ -183,6 +212,7 @@ func (p *codexParser) parseLine(line []byte, now time.Time) []Event {
 			msg = "codex: turn failed"
 		}
 		p.terminal(true, msg, "turn.failed", p.st.usage)
+		p.st.failure = failureFromText(msg)
 		res := base
 		res.Kind, res.Text, res.IsError = EventResult, msg, true
 		evs = append(evs, res)
@@ -310,4 +340,22 @@ func toJSON(v any) json.RawMessage {
 		return nil
 	}
 	return b
+}
+
+// failureFromText classifies an error message. Codex's JSON events carry
+// no error class, only the message, which quotes the HTTP failure
+// ("unexpected status 401 Unauthorized: ...", "exceeded retry limit, last
+// status: 429 Too Many Requests", "You've hit your usage limit").
+func failureFromText(msg string) string {
+	m := strings.ToLower(msg)
+	switch {
+	case strings.Contains(m, "401") || strings.Contains(m, "unauthorized") ||
+		strings.Contains(m, "not logged in") || strings.Contains(m, "codex login") ||
+		strings.Contains(m, "refresh token"):
+		return FailureAuth
+	case strings.Contains(m, "429") || strings.Contains(m, "too many requests") ||
+		strings.Contains(m, "rate limit") || strings.Contains(m, "usage limit"):
+		return FailureRateLimit
+	}
+	return ""
 }

@@ -31,6 +31,10 @@ func (c *Command) Available() error { return c.cfg.available(NameCommand) }
 // Demo returns false.
 func (c *Command) Demo() bool { return false }
 
+// Permissions returns "": a plain command has no permission setting the
+// bridge knows of.
+func (c *Command) Permissions() string { return "" }
+
 // Run executes the command once; see [Provider]. Each stdout line is
 // emitted as a raw event (Text) as it arrives; at exit a message event
 // carries the whole answer, followed by the result.

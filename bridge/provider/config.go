@@ -3,6 +3,7 @@ package provider
 import (
 	"fmt"
 	"os/exec"
+	"strings"
 	"time"
 )
 
@@ -12,7 +13,25 @@ const (
 	DefaultStderrBytes  = 64 << 10
 	DefaultKillGrace    = 3 * time.Second
 	DefaultExitGrace    = 10 * time.Second
+	DefaultStallTimeout = 2 * time.Minute
+
+	// DefaultPermissionMode is Claude Code's permission mode unless a
+	// profile says otherwise: edits inside the working directory are
+	// accepted, anything else that needs permission is refused (print mode
+	// cannot ask). See README "Agent providers".
+	DefaultPermissionMode = "acceptEdits"
+	// DefaultSandbox is Codex's sandbox unless a profile says otherwise: it
+	// may write inside the working directory (Codex's own default,
+	// read-only, cannot edit files at all).
+	DefaultSandbox = "workspace-write"
 )
+
+// PermissionModes are the values Claude Code's --permission-mode accepts
+// (claude --help, 2.1.x).
+var PermissionModes = []string{"acceptEdits", "auto", "bypassPermissions", "default", "dontAsk", "plan"}
+
+// SandboxModes are the values Codex's --sandbox accepts (codex exec --help).
+var SandboxModes = []string{"read-only", "workspace-write", "danger-full-access"}
 
 // Config configures a subprocess provider ([NewClaude], [NewCodex],
 // [NewCommand]). The zero value is usable for claude and codex.
@@ -40,6 +59,16 @@ type Config struct {
 	// ExitGrace is how long the process may linger after it reported its
 	// terminal result before it is terminated. Default DefaultExitGrace.
 	ExitGrace time.Duration
+	// StallTimeout ends a turn whose agent reports only transport errors
+	// (retry and error events, nothing else) for this long; Run then
+	// returns a *StallError. Default DefaultStallTimeout.
+	StallTimeout time.Duration
+	// PermissionMode is Claude's --permission-mode, added unless Args set
+	// one already. Default DefaultPermissionMode. Ignored by other providers.
+	PermissionMode string
+	// Sandbox is Codex's --sandbox, added unless Args choose a sandbox
+	// already. Default DefaultSandbox. Ignored by other providers.
+	Sandbox string
 	// LookPath resolves Path; default exec.LookPath. Tests substitute it.
 	LookPath func(file string) (string, error)
 }
@@ -60,6 +89,15 @@ func (c Config) withDefaults(defaultPath string) Config {
 	if c.ExitGrace <= 0 {
 		c.ExitGrace = DefaultExitGrace
 	}
+	if c.StallTimeout <= 0 {
+		c.StallTimeout = DefaultStallTimeout
+	}
+	if c.PermissionMode == "" {
+		c.PermissionMode = DefaultPermissionMode
+	}
+	if c.Sandbox == "" {
+		c.Sandbox = DefaultSandbox
+	}
 	if c.LookPath == nil {
 		c.LookPath = exec.LookPath
 	}
@@ -75,4 +113,29 @@ func (c Config) available(name string) error {
 		return fmt.Errorf("%s: executable %q not found: %w", name, c.Path, err)
 	}
 	return nil
+}
+
+// argValue returns the value of the first of flags in args ("--flag v" or
+// "--flag=v"), and whether one was found.
+func argValue(args []string, flags ...string) (string, bool) {
+	for i, a := range args {
+		for _, f := range flags {
+			if a == f {
+				if i+1 < len(args) {
+					return args[i+1], true
+				}
+				return "", true
+			}
+			if v, ok := strings.CutPrefix(a, f+"="); ok {
+				return v, true
+			}
+		}
+	}
+	return "", false
+}
+
+// hasArg reports whether any of flags appears in args.
+func hasArg(args []string, flags ...string) bool {
+	_, ok := argValue(args, flags...)
+	return ok
 }

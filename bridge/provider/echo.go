@@ -35,6 +35,9 @@ func (e *Echo) Available() error { return nil }
 // Demo returns true.
 func (e *Echo) Demo() bool { return true }
 
+// Permissions returns "": echo runs nothing.
+func (e *Echo) Permissions() string { return "" }
+
 // Run echoes req.Prompt; see [Provider]. A non-empty req.SessionID is
 // kept, otherwise a new "echo-<uuid>" session id is issued.
 func (e *Echo) Run(ctx context.Context, req Request, emit func(Event)) (Result, error) {
@@ -44,7 +47,7 @@ func (e *Echo) Run(ctx context.Context, req Request, emit func(Event)) (Result, 
 	}
 	words := int64(len(strings.Fields(req.Prompt)))
 	usage := Usage{InputTokens: words, OutputTokens: words}
-	res := Result{SessionID: sid, Usage: usage, Subtype: "exit"}
+	res := Result{SessionID: sid, Usage: usage, Subtype: "exit", Demo: true}
 
 	evs := []Event{{Kind: EventSession}}
 	if e.SimulateTool {

@@ -31,7 +31,8 @@ type transcriptCase struct {
 	isError       bool
 	subtype       string
 	usage         Usage
-	exitCode      int // of the fake agent replaying it
+	exitCode      int    // of the fake agent replaying it
+	failure       string // Result.Failure
 }
 
 const (
@@ -138,7 +139,7 @@ var transcriptCases = []transcriptCase{
 		session:  codexTID,
 		text:     "Updated `Hello` to return \"Hello, world\" and added greet_test.go; `go test ./...` passes.",
 		subtype:  "turn.completed",
-		usage:    Usage{InputTokens: 24763, OutputTokens: 1220, CacheReadTokens: 18432, ReasoningTokens: 640},
+		usage:    Usage{InputTokens: 24763, OutputTokens: 1220, CacheReadTokens: 18432, CacheWriteTokens: 2048, ReasoningTokens: 640},
 	},
 	{
 		dialect: "codex", name: "error", newParser: codexParserFn,
@@ -146,6 +147,51 @@ var transcriptCases = []transcriptCase{
 		session: "0199a5aa-7b10-7c22-8e31-0a1b2c3d4e5f",
 		text:    "stream disconnected before completion: error sending request for url (https://chatgpt.com/backend-api/codex/responses)",
 		isError: true, subtype: "turn.failed", exitCode: 1,
+	},
+	{
+		dialect: "codex", name: "unauthorized", newParser: codexParserFn,
+		kinds:   []EventKind{EventSession, EventRaw, EventRetry, EventResult},
+		session: "0199b0c1-4d2e-7f30-8a41-5b6c7d8e9f01",
+		text:    "unexpected status 401 Unauthorized: Missing bearer or basic authentication in header",
+		isError: true, subtype: "turn.failed", exitCode: 1, failure: FailureAuth,
+	},
+	{
+		// Subagent frames (parent_tool_use_id) stay events of their own;
+		// the retry and the permission denial are typed.
+		dialect: "claude", name: "subagent", newParser: claudeParserFn,
+		kinds: []EventKind{
+			EventSession, EventMessage, EventToolCall, // Task
+			EventRaw,                       // the subagent's prompt
+			EventToolCall, EventToolResult, // subagent Grep
+			EventMessage,    // subagent answer
+			EventToolResult, // Task
+			EventRetry, EventReasoning,
+			EventToolCall, EventToolResult, // Bash, refused
+			EventDenied, EventUsage, EventResult,
+		},
+		calls: []toolSpec{
+			{ID: "toolu_01TaskSub1", Name: "Task", Input: `{"description":"Find TODOs","prompt":"List the TODO comments in the repository.","subagent_type":"Explore"}`},
+			{ID: "toolu_01SubGrep1", Name: "Grep", Input: `{"pattern":"TODO","path":"/home/dev/greet"}`},
+			{ID: "toolu_01BashRm01", Name: "Bash", Input: `{"command":"rm -rf build","description":"Clean the build"}`},
+		},
+		results: []toolSpec{
+			{ID: "toolu_01SubGrep1", Name: "Grep", Output: "greet.go:5: // TODO: localise"},
+			{ID: "toolu_01TaskSub1", Name: "Task", Output: "Found one TODO: greet.go:5 (localise)."},
+			{ID: "toolu_01BashRm01", Name: "Bash", IsError: true, Output: "Claude requested permissions to use Bash, but you haven't granted it yet."},
+		},
+		messages: []string{"I'll ask a subagent to look for TODOs.", "Found one TODO: greet.go:5 (localise)."},
+		session:  "3a9d2b71-5c4e-4f80-a1b2-7c6d5e4f3a21",
+		text:     "There is one TODO, in greet.go line 5: localise the greeting.", subtype: "success",
+		usage: Usage{InputTokens: 21, OutputTokens: 240, CacheReadTokens: 30500, CacheWriteTokens: 1200, ReasoningTokens: 96, CostUSD: 0.0214},
+	},
+	{
+		// A refused request: the CLI writes its own assistant message with
+		// an error class, then an error result.
+		dialect: "claude", name: "rate-limit", newParser: claudeParserFn,
+		kinds:   []EventKind{EventSession, EventRetry, EventError, EventUsage, EventResult},
+		session: "6b2e9c40-1d7a-4e3f-8b5c-2a1f0e9d8c7b",
+		text:    "API Error: Rate limit reached · Your usage limit resets at 5pm",
+		isError: true, subtype: "success", exitCode: 1, failure: FailureRateLimit,
 	},
 }
 
@@ -239,6 +285,7 @@ func TestParseTranscripts(t *testing.T) {
 			is.Equal(st.isError, tc.isError)
 			is.Equal(st.subtype, tc.subtype)
 			is.Equal(st.usage, tc.usage)
+			is.Equal(st.failure, tc.failure)
 		})
 	}
 }
@@ -278,11 +325,18 @@ func TestParseLineEdgeCases(t *testing.T) {
 		{"claude assistant string content", claudeParserFn, `{"type":"assistant","message":{"content":"hi"}}`, []check{kinds(EventMessage)}},
 		{"claude user prompt replay", claudeParserFn, `{"type":"user","message":{"role":"user","content":"do it"}}`, []check{kinds(EventRaw)}},
 		{"claude init without session", claudeParserFn, `{"type":"system","subtype":"init"}`, []check{kinds(EventRaw)}},
-		{"claude api_retry", claudeParserFn, `{"type":"system","subtype":"api_retry","attempt":1,"session_id":"s1"}`, []check{
-			kinds(EventRaw),
+		{"claude api_retry", claudeParserFn, `{"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"retry_delay_ms":613.4,"error_status":429,"error":"rate_limit","session_id":"s1"}`, []check{
+			kinds(EventRetry),
 			func(t *testing.T, evs []Event, st *turnState) {
 				if st.sessionID != "s1" || evs[0].SessionID != "s1" {
 					t.Errorf("session id from any line: st %q ev %q", st.sessionID, evs[0].SessionID)
+				}
+				want := RetryInfo{Attempt: 1, MaxRetries: 10, DelayMS: 613.4, Status: 429}
+				if r := evs[0].Retry; r == nil || *r != want || evs[0].Code != "rate_limit" {
+					t.Errorf("retry %+v code %q, want %+v rate_limit", r, evs[0].Code, want)
+				}
+				if evs[0].Text != "API request failed (rate_limit, HTTP 429), retry 1 of 10" || st.failure != FailureRateLimit {
+					t.Errorf("text %q failure %q", evs[0].Text, st.failure)
 				}
 			},
 		}},
@@ -386,23 +440,114 @@ func TestCodexStartedThenCompletedAnnouncesOnce(t *testing.T) {
 	is.True(!done[0].Tool.IsError)
 }
 
+// cfgArgs is a defaulted Config with extra args.
+func cfgArgs(args ...string) Config { return Config{Args: args}.withDefaults("x") }
+
 func TestArgs(t *testing.T) {
 	cases := []struct {
 		name string
 		got  []string
 		want string
 	}{
-		{"claude new", claudeArgs(nil, Request{}), "-p --output-format stream-json --verbose"},
-		{"claude resume", claudeArgs([]string{"--model", "opus"}, Request{SessionID: "abc-123"}), "-p --output-format stream-json --verbose --model opus --resume abc-123"},
-		{"claude model and turns", claudeArgs([]string{"--model", "opus"}, Request{Model: "sonnet", MaxTurns: 8, SessionID: "s"}),
-			"-p --output-format stream-json --verbose --model opus --model sonnet --max-turns 8 --resume s"},
-		{"codex new", codexArgs(nil, Request{}), "exec --json -"},
-		{"codex resume", codexArgs([]string{"--skip-git-repo-check"}, Request{SessionID: "0199-t"}), "exec --json --skip-git-repo-check resume 0199-t -"},
-		{"codex model", codexArgs(nil, Request{Model: "gpt-5-codex", MaxTurns: 8, SessionID: "t"}), "exec --json --model gpt-5-codex resume t -"},
+		{"claude new", claudeArgs(cfgArgs(), Request{}), "-p --output-format stream-json --verbose --permission-mode acceptEdits"},
+		{"claude resume", claudeArgs(cfgArgs("--model", "opus"), Request{SessionID: "abc-123"}), "-p --output-format stream-json --verbose --model opus --permission-mode acceptEdits --resume abc-123"},
+		{"claude model and turns", claudeArgs(cfgArgs("--model", "opus"), Request{Model: "sonnet", MaxTurns: 8, SessionID: "s"}),
+			"-p --output-format stream-json --verbose --model opus --permission-mode acceptEdits --model sonnet --max-turns 8 --resume s"},
+		{"claude profile mode", claudeArgs(Config{PermissionMode: "plan"}.withDefaults("claude"), Request{}), "-p --output-format stream-json --verbose --permission-mode plan"},
+		{"claude mode in args wins", claudeArgs(cfgArgs("--permission-mode=bypassPermissions"), Request{}), "-p --output-format stream-json --verbose --permission-mode=bypassPermissions"},
+		{"claude skip permissions in args", claudeArgs(cfgArgs("--dangerously-skip-permissions"), Request{}), "-p --output-format stream-json --verbose --dangerously-skip-permissions"},
+		{"codex new", codexArgs(cfgArgs(), Request{}), "exec --json --sandbox workspace-write -"},
+		{"codex resume", codexArgs(cfgArgs("--skip-git-repo-check"), Request{SessionID: "0199-t"}), "exec --json --skip-git-repo-check --sandbox workspace-write resume 0199-t -"},
+		{"codex model", codexArgs(cfgArgs(), Request{Model: "gpt-5-codex", MaxTurns: 8, SessionID: "t"}), "exec --json --sandbox workspace-write --model gpt-5-codex resume t -"},
+		{"codex profile sandbox", codexArgs(Config{Sandbox: "read-only"}.withDefaults("codex"), Request{}), "exec --json --sandbox read-only -"},
+		{"codex sandbox in args wins", codexArgs(cfgArgs("-s", "danger-full-access"), Request{}), "exec --json -s danger-full-access -"},
+		{"codex full-auto in args", codexArgs(cfgArgs("--full-auto"), Request{}), "exec --json --full-auto -"},
 	}
 	for _, tc := range cases {
 		if got := strings.Join(tc.got, " "); got != tc.want {
 			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestPermissions: the permissions a provider reports are the ones its
+// command line carries (profile setting, default, or the profile's args).
+func TestPermissions(t *testing.T) {
+	cases := []struct {
+		p    Provider
+		want string
+	}{
+		{NewClaude(Config{}), "acceptEdits"},
+		{NewClaude(Config{PermissionMode: "dontAsk"}), "dontAsk"},
+		{NewClaude(Config{Args: []string{"--permission-mode", "plan"}, PermissionMode: "dontAsk"}), "plan"},
+		{NewClaude(Config{Args: []string{"--dangerously-skip-permissions"}}), "bypassPermissions"},
+		{NewCodex(Config{}), "workspace-write"},
+		{NewCodex(Config{Sandbox: "read-only"}), "read-only"},
+		{NewCodex(Config{Args: []string{"--sandbox=danger-full-access"}}), "danger-full-access"},
+		{NewCodex(Config{Args: []string{"--dangerously-bypass-approvals-and-sandbox"}}), "danger-full-access"},
+		{NewEcho(), ""},
+	}
+	for i, tc := range cases {
+		if got := tc.p.Permissions(); got != tc.want {
+			t.Errorf("case %d (%s): Permissions() = %q, want %q", i, tc.p.Name(), got, tc.want)
+		}
+	}
+}
+
+// TestClaudeSubagentFrames: frames with parent_tool_use_id carry it, and a
+// subagent's text never becomes the fallback answer.
+func TestClaudeSubagentFrames(t *testing.T) {
+	is := is.New(t)
+	p := newClaudeParser()
+	evs := parseFile(t, p, transcriptPath("claude", "subagent"))
+	const task = "toolu_01TaskSub1"
+	var nested []string
+	for _, ev := range evs {
+		if ev.ParentToolID != "" {
+			is.Equal(ev.ParentToolID, task)
+			nested = append(nested, string(ev.Kind))
+		}
+	}
+	is.Equal(strings.Join(nested, " "), "raw tool_call tool_result message")
+	is.Equal(p.st.lastMessage, "I'll ask a subagent to look for TODOs.")
+
+	// Without a result text the answer falls back to the last main message.
+	p = newClaudeParser()
+	for _, l := range []string{
+		`{"type":"assistant","message":{"content":[{"type":"text","text":"main answer"}]},"parent_tool_use_id":null,"session_id":"s"}`,
+		`{"type":"assistant","message":{"content":[{"type":"text","text":"subagent chatter"}]},"parent_tool_use_id":"toolu_1","session_id":"s"}`,
+		`{"type":"result","subtype":"success","is_error":false,"session_id":"s"}`,
+	} {
+		p.parseLine([]byte(l), time.Unix(1, 0))
+	}
+	is.Equal(p.st.text, "main answer")
+}
+
+// TestClaudeAssistantError: an assistant message with an error class is an
+// error event with that code, never a message or the answer.
+func TestClaudeAssistantError(t *testing.T) {
+	is := is.New(t)
+	p := newClaudeParser()
+	evs := p.parseLine([]byte(`{"type":"assistant","message":{"model":"<synthetic>","content":[{"type":"text","text":"Not logged in · Please run /login"}]},"parent_tool_use_id":null,"session_id":"s","error":"authentication_failed"}`), time.Unix(1, 0))
+	is.Equal(kindsOf(evs), []EventKind{EventError})
+	is.Equal(evs[0].Code, "authentication_failed")
+	is.Equal(evs[0].Text, "Not logged in · Please run /login")
+	is.Equal(p.st.lastMessage, "")
+	is.Equal(p.st.failure, FailureAuth)
+	for code, want := range map[string]string{"rate_limit": FailureRateLimit, "oauth_org_not_allowed": FailureAuth, "server_error": "", "overloaded": ""} {
+		is.Equal(claudeFailure(code), want)
+	}
+}
+
+func TestFailureFromText(t *testing.T) {
+	for msg, want := range map[string]string{
+		"unexpected status 401 Unauthorized: Missing bearer":                     FailureAuth,
+		"exceeded retry limit, last status: 429 Too Many Requests":               FailureRateLimit,
+		"You've hit your usage limit. Upgrade to Pro or try again later.":        FailureRateLimit,
+		"Reconnecting... waiting for network (Connection failed: error sending)": "",
+	} {
+		if got := failureFromText(msg); got != want {
+			t.Errorf("failureFromText(%q) = %q, want %q", msg, got, want)
 		}
 	}
 }

@@ -27,6 +27,7 @@ type turnState struct {
 	terminal    bool
 	lastMessage string // last assistant message, the fallback answer
 	lastError   string
+	failure     string // FailureAuth, ... when the agent named the cause
 }
 
 // lineParser turns stdout lines into events. Calls are serialized.
@@ -60,12 +61,29 @@ type stream struct {
 	dropped  int
 	terminal chan struct{} // closed when a result event was seen
 	termOnce sync.Once
+	// troubleSince is when the agent began reporting only retries and
+	// errors (zero while it makes progress); lastTrouble is the latest.
+	troubleSince time.Time
+	lastTrouble  string
 }
 
 func (s *stream) emitLocked(evs []Event) {
 	for _, ev := range evs {
-		if ev.Kind == EventResult {
+		switch ev.Kind {
+		case EventResult:
 			s.termOnce.Do(func() { close(s.terminal) })
+			s.troubleSince = time.Time{}
+		case EventRetry, EventError:
+			// Only the agent's own reports (parsed lines carry Raw) count,
+			// not the bridge's notes such as an oversized line.
+			if ev.Raw != nil && ev.ParentToolID == "" {
+				if s.troubleSince.IsZero() {
+					s.troubleSince = ev.Time
+				}
+				s.lastTrouble = ev.Text
+			}
+		case EventMessage, EventReasoning, EventToolCall, EventToolResult, EventUsage, EventSession:
+			s.troubleSince = time.Time{}
 		}
 		if s.emit != nil {
 			s.emit(ev)
@@ -168,6 +186,18 @@ func (s *stream) readStderr(r io.Reader) {
 	}
 }
 
+// stalled reports for how long the agent has reported only transport
+// trouble, if that is at least limit, and its last report.
+func (s *stream) stalled(now time.Time, limit time.Duration) (time.Duration, string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.troubleSince.IsZero() {
+		return 0, "", false
+	}
+	d := now.Sub(s.troubleSince)
+	return d, s.lastTrouble, d >= limit
+}
+
 // runProcess runs spec to completion; see Provider.Run for the contract.
 func runProcess(ctx context.Context, spec procSpec, emit func(Event)) (Result, error) {
 	cfg := spec.cfg
@@ -255,10 +285,13 @@ func runProcess(ctx context.Context, spec procSpec, emit func(Event)) (Result, e
 	// its result) SIGTERM the group, and SIGKILL it after the grace period.
 	var (
 		cancelled            bool
+		stall                *StallError
 		ctxDone              = ctx.Done()
 		terminal             = st.terminal
 		exitTimer, killTimer <-chan time.Time
 	)
+	stallTick := time.NewTicker(max(cfg.StallTimeout/4, 10*time.Millisecond))
+	defer stallTick.Stop()
 	for waiting := true; waiting; {
 		select {
 		case <-waitCh:
@@ -267,6 +300,13 @@ func runProcess(ctx context.Context, spec procSpec, emit func(Event)) (Result, e
 			ctxDone, cancelled = nil, true
 			terminateGroup(cmd.Process)
 			killTimer = time.After(cfg.KillGrace)
+		case now := <-stallTick.C:
+			if d, last, ok := st.stalled(now, cfg.StallTimeout); ok && stall == nil && !cancelled {
+				stall = &StallError{Provider: spec.name, For: d, LastError: last}
+				stallTick.Stop()
+				terminateGroup(cmd.Process)
+				killTimer = time.After(cfg.KillGrace)
+			}
 		case <-terminal:
 			terminal = nil
 			exitTimer = time.After(cfg.ExitGrace)
@@ -321,6 +361,9 @@ func runProcess(ctx context.Context, spec procSpec, emit func(Event)) (Result, e
 		Stderr:       stderr,
 		DroppedLines: st.dropped,
 	}
+	if ts.isError || !ts.terminal {
+		res.Failure = ts.failure
+	}
 	var runErr error
 	switch {
 	case ts.terminal:
@@ -330,6 +373,14 @@ func runProcess(ctx context.Context, spec procSpec, emit func(Event)) (Result, e
 		res.IsError = true
 		res.Text = "cancelled"
 		runErr = fmt.Errorf("%s: run cancelled: %w", spec.name, ctx.Err())
+	case stall != nil:
+		if stall.Failure = ts.failure; stall.Failure == "" {
+			stall.Failure = failureFromText(stall.LastError)
+		}
+		res.IsError = true
+		res.Text = stall.Error()
+		res.Failure = stall.Failure
+		runErr = stall
 	default:
 		exitErr := &ExitError{Provider: spec.name, ExitCode: exitCode, Stderr: stderr}
 		res.IsError = true

@@ -39,6 +39,11 @@ type Provider interface {
 	// Demo reports whether the provider is a built-in simulation rather than
 	// a real agent (true only for echo).
 	Demo() bool
+	// Permissions describes what the agent may do without asking, as passed
+	// to its CLI: Claude's permission mode ("acceptEdits", ...) or Codex's
+	// sandbox ("workspace-write", ...); empty when the provider has no such
+	// setting (command, echo).
+	Permissions() string
 	// Run executes one turn and blocks until the agent process has exited
 	// and its output is drained.
 	//
@@ -98,13 +103,23 @@ type EventKind string
 //	             Terminal: the agent reported the end of the turn.
 //	error        Text: a non-terminal error reported by the agent, an
 //	             oversized output line, or why the turn ended without result.
+//	             Code: the agent's error class when it names one (Claude's
+//	             assistant error: "authentication_failed", "rate_limit", ...).
+//	retry        Text: a transport error the agent is retrying (Claude
+//	             system/api_retry, Codex "Reconnecting..."); Code and Retry
+//	             give the details the agent reports.
+//	permission_denied  Tool: ID, Name, Input of a tool call the agent's
+//	             permission settings refused (Claude result
+//	             permission_denials).
 //	raw          A stdout line that carries nothing of the above: Raw holds
 //	             it when it is JSON (unknown or uninteresting types),
 //	             otherwise Text holds it (truncated to 64 KiB).
 //	log          Text: one line of the agent's stderr (truncated to 64 KiB).
 //
 // Every event carries Time; events parsed from a JSON line carry that line
-// in Raw and the current SessionID when known.
+// in Raw and the current SessionID when known. Events produced inside a
+// subagent (Claude frames with parent_tool_use_id) carry ParentToolID: they
+// belong to that tool call, never to the main transcript or the answer.
 const (
 	EventSession    EventKind = "session"
 	EventMessage    EventKind = "message"
@@ -116,6 +131,8 @@ const (
 	EventError      EventKind = "error"
 	EventRaw        EventKind = "raw"
 	EventLog        EventKind = "log"
+	EventRetry      EventKind = "retry"
+	EventDenied     EventKind = "permission_denied"
 )
 
 // Event is one normalized item of an agent's output stream.
@@ -126,6 +143,12 @@ type Event struct {
 	IsError   bool       `json:"isError,omitempty"`
 	Tool      *ToolEvent `json:"tool,omitempty"`
 	Usage     *Usage     `json:"usage,omitempty"`
+	// Code is the agent's own error class (error and retry events).
+	Code string `json:"code,omitempty"`
+	// Retry details a retry event.
+	Retry *RetryInfo `json:"retry,omitempty"`
+	// ParentToolID names the tool call (a subagent) that produced the event.
+	ParentToolID string `json:"parentToolUseId,omitempty"`
 	// Raw is the original JSON line. Events derived from the same line share
 	// its backing array: treat it as read-only.
 	Raw  json.RawMessage `json:"raw,omitempty"`
@@ -150,6 +173,24 @@ type ToolEvent struct {
 	// file_path / notebook_path or Codex file_change paths.
 	Files []string `json:"files,omitempty"`
 }
+
+// RetryInfo is what an agent reports about a request it retries.
+type RetryInfo struct {
+	Attempt    int     `json:"attempt,omitempty"`
+	MaxRetries int     `json:"maxRetries,omitempty"`
+	DelayMS    float64 `json:"delayMs,omitempty"`
+	// Status is the HTTP status of the failed request; 0 for a connection
+	// error without a response.
+	Status int `json:"status,omitempty"`
+}
+
+// Failure classes of [Result.Failure] and [StallError.Failure]: the cause
+// of a failed turn when the agent names it, so callers can tell the user to
+// log in or back off instead of reporting a generic agent error.
+const (
+	FailureAuth      = "auth"       // the CLI is not logged in or its credentials are refused
+	FailureRateLimit = "rate_limit" // the provider refused the request for rate or usage limits
+)
 
 // Usage is token accounting for a turn.
 type Usage struct {
@@ -184,6 +225,11 @@ type Result struct {
 	Stderr string `json:"stderr,omitempty"`
 	// DroppedLines counts stdout lines skipped for exceeding the line limit.
 	DroppedLines int `json:"droppedLines,omitempty"`
+	// Failure classifies a failed turn when the agent said why
+	// (FailureAuth, FailureRateLimit); empty otherwise.
+	Failure string `json:"failure,omitempty"`
+	// Demo is set by the echo provider: the answer is a simulation.
+	Demo bool `json:"demo,omitempty"`
 }
 
 // ErrUnknownProvider is returned by [New] for an unsupported name.
@@ -199,6 +245,28 @@ type ExitError struct {
 	Stderr string
 }
 
+// StallError reports that the agent kept failing to reach its service
+// (only retry or error events, no progress) for longer than
+// [Config.StallTimeout], and was stopped. Codex, for one, retries forever
+// when offline.
+type StallError struct {
+	Provider string
+	// For is how long the agent made no progress.
+	For time.Duration
+	// LastError is the agent's last retry or error text.
+	LastError string
+	// Failure classifies LastError when possible (FailureAuth, ...).
+	Failure string
+}
+
+func (e *StallError) Error() string {
+	msg := fmt.Sprintf("%s: no progress for %s, only transport errors; stopped", e.Provider, roundDuration(e.For))
+	if e.LastError != "" {
+		msg += " (last error: " + e.LastError + ")"
+	}
+	return msg
+}
+
 func (e *ExitError) Error() string {
 	msg := fmt.Sprintf("%s: process exited with code %d without a result", e.Provider, e.ExitCode)
 	if e.ExitCode < 0 {
@@ -208,4 +276,13 @@ func (e *ExitError) Error() string {
 		msg += ": " + tail
 	}
 	return msg
+}
+
+// roundDuration keeps messages short: whole seconds, or milliseconds below
+// a second.
+func roundDuration(d time.Duration) time.Duration {
+	if d >= time.Second {
+		return d.Round(time.Second)
+	}
+	return d.Round(time.Millisecond)
 }

@@ -63,6 +63,7 @@ func TestRunTranscripts(t *testing.T) {
 				is.Equal(res.Usage, tc.usage)
 				is.Equal(res.ExitCode, tc.exitCode)
 				is.Equal(res.DroppedLines, 0)
+				is.Equal(res.Failure, tc.failure)
 			})
 		}
 	}

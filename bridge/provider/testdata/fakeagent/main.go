@@ -8,7 +8,14 @@
 // It validates the flags the real CLIs require, reads the prompt (stdin,
 // or a positional argument) and acts on directives in it:
 //
-//	#transcript:NAME  replay transcripts/<claude|codex>/NAME.jsonl (plain, tools, error)
+//	#transcript:NAME  replay transcripts/<claude|codex>/NAME.jsonl (claude: plain,
+//	                  tools, error, subagent, rate-limit; codex: plain, tools,
+//	                  error, unauthorized)
+//	#recorded:NAME    replay transcripts/recorded/NAME.txt, output captured from
+//	                  the real CLI (stdout, stderr, then its exit code; a CLI that
+//	                  was still running when killed repeats its last stdout line
+//	                  every #slow ms, default 100, until killed: codex offline
+//	                  reconnects forever)
 //	#echo             answer with the prompt (the default)
 //	#pwd, #env:NAME   answer with the working directory / NAME=value
 //	#args             answer with the command-line arguments, space-separated
@@ -26,7 +33,9 @@
 //
 // A resumed session (--resume ID / resume ID) replaces the transcript's
 // session id with ID in every line. Error transcripts exit 1, like the
-// real CLIs.
+// real CLIs. A blank (whitespace-only) prompt gets what the real CLI does
+// with one (recorded/<claude|codex>-blank-prompt.txt): claude prints
+// nothing and exits 0, codex complains and exits 1.
 package main
 
 import (
@@ -132,7 +141,7 @@ func claude(args []string) int {
 		return fail(1, "fakeagent: %v", err)
 	}
 	if strings.TrimSpace(prompt) == "" {
-		return fail(1, "Error: Input must be provided either through stdin or as a prompt argument when using --print")
+		return replayRecorded("claude-blank-prompt", 0)
 	}
 	return play(dialectClaude, prompt, resume)
 }
@@ -182,7 +191,7 @@ func codex(args []string) int {
 		return fail(1, "fakeagent: %v", err)
 	}
 	if strings.TrimSpace(prompt) == "" {
-		return fail(1, "No prompt provided. Either specify one as an argument or pipe the prompt into stdin.")
+		return replayRecorded("codex-blank-prompt", 0)
 	}
 	return play(dialectCodex, prompt, resume)
 }
@@ -202,6 +211,7 @@ func readPrompt(positional []string, forceStdin bool) (string, error) {
 
 type plan struct {
 	transcript        string
+	recorded          string
 	slow              time.Duration
 	big               int
 	exit              int
@@ -218,6 +228,8 @@ func parsePlan(prompt string) plan {
 		switch key {
 		case "#transcript":
 			p.transcript = val
+		case "#recorded":
+			p.recorded = val
 		case "#slow":
 			if ms, err := strconv.Atoi(val); err == nil {
 				p.slow = time.Duration(ms) * time.Millisecond
@@ -276,6 +288,9 @@ func play(d dialect, prompt, resume string) int {
 	p := parsePlan(prompt)
 	if p.ign {
 		signal.Ignore(syscall.SIGTERM)
+	}
+	if p.recorded != "" {
+		return replayRecorded(p.recorded, p.slow)
 	}
 	var lines []string
 	if p.transcript != "" {
@@ -341,6 +356,53 @@ func play(d dialect, prompt, resume string) int {
 		return 1
 	}
 	return 0
+}
+
+// replayRecorded plays back a capture of a real CLI: a comment header
+// ("# ..."), an end line ("exit N", or "killed" when the CLI was still
+// running when the capture stopped), then "--- stdout" and "--- stderr"
+// sections.
+func replayRecorded(name string, delay time.Duration) int {
+	b, err := transcripts.ReadFile("transcripts/recorded/" + name + ".txt")
+	if err != nil {
+		return fail(1, "fakeagent: unknown recording %q: %v", name, err)
+	}
+	var end string
+	var stdout, stderr []string
+	section := ""
+	for _, l := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		switch {
+		case section == "" && strings.HasPrefix(l, "#"):
+		case l == "--- stdout" || l == "--- stderr":
+			section = l
+		case section == "--- stdout":
+			stdout = append(stdout, l)
+		case section == "--- stderr":
+			stderr = append(stderr, l)
+		case end == "":
+			end = l
+		}
+	}
+	for _, l := range stderr {
+		fmt.Fprintln(os.Stderr, l)
+	}
+	for _, l := range stdout {
+		out(l, delay)
+	}
+	if end == "killed" {
+		if delay <= 0 {
+			delay = 100 * time.Millisecond
+		}
+		for len(stdout) > 0 {
+			out(stdout[len(stdout)-1], delay)
+		}
+		sleepForever(false)
+	}
+	code, err := strconv.Atoi(strings.TrimPrefix(end, "exit "))
+	if err != nil {
+		return fail(1, "fakeagent: recording %q: bad end line %q", name, end)
+	}
+	return code
 }
 
 func command() int {

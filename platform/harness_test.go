@@ -118,6 +118,9 @@ type harness struct {
 
 	opTok string // the local operator's token, fetched once
 	port  int    // services port of the next start (0: any)
+	// now is the platform's clock (nil: time.Now); schedule tests drive
+	// it.
+	now func() time.Time
 }
 
 type harnessOption func(*harness)
@@ -175,7 +178,7 @@ func (h *harness) start() {
 	cfg := daemon.DefaultConfig()
 	cfg.Listen.BridgePort, cfg.Listen.ServicesPort = 0, h.port
 	factory := func(d daemon.Deps) (daemon.Subsystem, error) {
-		s, err := platform.New(context.Background(), d, platform.Options{SigningKey: testKeys()[0]})
+		s, err := platform.New(context.Background(), d, platform.Options{SigningKey: testKeys()[0], Now: h.now})
 		h.svc = s
 		return s, err
 	}

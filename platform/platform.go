@@ -40,6 +40,7 @@ import (
 	"github.com/agentbridge/bridge/platform/catalog"
 	"github.com/agentbridge/bridge/platform/engine"
 	"github.com/agentbridge/bridge/platform/identity"
+	"github.com/agentbridge/bridge/platform/trigger"
 	"github.com/agentbridge/bridge/store"
 )
 
@@ -70,6 +71,7 @@ type Service struct {
 	catalog  *catalog.Service
 	activate *activation.Service
 	engine   *engine.Service
+	trigger  *trigger.Service
 	audit    *identity.AuditLog
 	idp      *auth.IdP
 	verifier *auth.Verifier
@@ -176,6 +178,13 @@ func New(ctx context.Context, d daemon.Deps, o Options) (*Service, error) {
 	if s.engine, err = engine.New(engine.Options{DB: d.DB, Logger: log, Now: now, Publisher: d.Broker}); err != nil {
 		return nil, err
 	}
+	standing := func(ctx context.Context, principal string, c auth.Capability, sc auth.Scope) (auth.Decision, error) {
+		return identity.Standing(ctx, d.DB.Reader(), principal, c, sc)
+	}
+	if s.trigger, err = trigger.New(trigger.Options{DB: d.DB, Runs: s.engine, Standing: standing, Logger: log, Now: now}); err != nil {
+		return nil, err
+	}
+	s.engine.AddPhase("fire due schedules", s.trigger.DueSchedules)
 	return s, nil
 }
 
@@ -258,6 +267,7 @@ func (s *Service) Routes(_, services *httprouter.Router) {
 	s.catalog.Register(s.api, services)
 	s.activate.Register(s.api, services)
 	s.engine.Register(s.api, services)
+	s.trigger.Register(s.api, services)
 	if s.idp != nil {
 		h := api.WithPlatformHeaders(http.StripPrefix(IdPPath, s.idp.Handler()))
 		services.Handler(http.MethodGet, IdPPath+"/*path", h)

@@ -70,6 +70,9 @@ type Service struct {
 	// dispatchPending and outboxPending are hints that a turn has work for
 	// the dispatcher or the relay without querying.
 	dispatchPending, outboxPending atomic.Bool
+
+	// phases are the scheduler phases added by AddPhase.
+	phases []namedPhase
 }
 
 // New builds the service.
@@ -233,6 +236,7 @@ func (s *Service) turn(ctx context.Context) {
 			more = true
 		}
 	})
+	more = s.runPhases(ctx) || more
 	if s.outboxPending.Swap(false) {
 		phase(ctx, func(ctx context.Context) {
 			full, err := s.relay(ctx)

@@ -118,6 +118,8 @@ type LocalStart struct {
 	// activation to run that version.
 	WorkflowID string
 	Version    int
+	// ActivationID names the activation StartActivation starts.
+	ActivationID string
 	// Input is the run input (a JSON object; the activation's input
 	// defaults fill absent top-level properties).
 	Input json.RawMessage
@@ -162,19 +164,7 @@ func (s *Service) StartActivated(ctx context.Context, st LocalStart) (RunInfo, e
 			return RunInfo{}, localError(api.Invalid("/input", "%v", err))
 		}
 	}
-	var info RunInfo
-	err = s.db.WriteThen(ctx, func(tx *sql.Tx) error {
-		run, err := s.commitStart(ctx, tx, pl, st.By)
-		if err != nil {
-			return err
-		}
-		info = RunInfo{Run: view(run, pl.p), TenantID: sc.Tenant, ProjectID: sc.Project, WorkflowID: st.WorkflowID,
-			WorkflowVersion: version, Path: runPath(sc, run.ID)}
-		if st.Commit != nil {
-			return st.Commit(tx, info)
-		}
-		return nil
-	}, s.notify)
+	info, err := s.commitLocal(ctx, pl, st, st.WorkflowID, version)
 	if err != nil {
 		return RunInfo{}, localError(err)
 	}

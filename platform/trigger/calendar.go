@@ -317,3 +317,17 @@ func (c Calendar) Upcoming(t time.Time, n int) []time.Time {
 	}
 	return out
 }
+
+// Prev is the last occurrence strictly before the minute of t.
+func (c Calendar) Prev(t time.Time) (time.Time, error) {
+	t = t.UTC().Truncate(time.Minute)
+	prev, err := gronx.PrevTickBefore(c.expr, t, false)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: %v", ErrNoOccurrence, err)
+	}
+	prev = prev.UTC()
+	if !prev.Before(t) || !c.Matches(prev) || prev.Second() != 0 {
+		return time.Time{}, fmt.Errorf("%w: the computed occurrence %s does not fit the calendar", ErrNoOccurrence, prev.Format(time.RFC3339))
+	}
+	return prev, nil
+}

@@ -113,6 +113,13 @@ func TestCalendarNext(t *testing.T) {
 	cal, _ := ParseCalendar("0 0 1 1 *")
 	_, err := cal.Next(at("9999-06-01T00:00:00Z"), false)
 	is.True(errors.Is(err, ErrNoOccurrence)) // the next one is in year 10000
+	prev, err := cal.Prev(at("2026-01-01T00:00:00Z"))
+	is.NoErr(err)
+	is.Equal(prev.Format(time.RFC3339), "2025-01-01T00:00:00Z") // strictly before
+	weekdays, _ := ParseCalendar("0 9 * * 1-5")
+	prev, err = weekdays.Prev(at("2026-11-30T08:00:00Z")) // Monday morning
+	is.NoErr(err)
+	is.Equal(prev.Format(time.RFC3339), "2026-11-27T09:00:00Z")
 	up := cal.Upcoming(at("2026-06-01T00:00:00Z"), 5)
 	is.Equal(len(up), 5)
 	is.Equal(up[4].Format(time.RFC3339), "2031-01-01T00:00:00Z")

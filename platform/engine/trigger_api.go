@@ -1,0 +1,95 @@
+package engine
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+
+	"github.com/agentbridge/bridge/platform/auth"
+	"github.com/agentbridge/bridge/platform/kernel"
+)
+
+// This file serves platform/trigger: run starts of one activation made by
+// schedules and webhook triggers, the check of such a start when it is
+// configured, and the scheduler phases other packages add to the loop.
+
+// StartActivation starts a run of the activation st.ActivationID of the
+// environment st.Scope, with the same code as POST E/runs (st.WorkflowID
+// and st.Version are ignored). Refusals are that route's problems
+// (*api.Error): 422 PF-VALIDATION for an unknown activation or an input
+// the workflow refuses, 409 PF-CONFLICT for a retired activation, 429 for
+// a capacity refusal; other errors are internal.
+func (s *Service) StartActivation(ctx context.Context, st LocalStart) (RunInfo, error) {
+	pl, err := s.planStart(ctx, st.Scope, StartRequest{ActivationID: st.ActivationID, Input: st.Input}, "")
+	if err != nil {
+		return RunInfo{}, err
+	}
+	return s.commitLocal(ctx, pl, st, pl.p.p.ID(), pl.p.p.Version())
+}
+
+// commitLocal commits the start planned in pl for an in-process caller,
+// running st.Commit in the same transaction.
+func (s *Service) commitLocal(ctx context.Context, pl *startPlan, st LocalStart, workflowID string, version int) (RunInfo, error) {
+	sc := pl.sc
+	var info RunInfo
+	err := s.db.WriteThen(ctx, func(tx *sql.Tx) error {
+		run, err := s.commitStart(ctx, tx, pl, st.By)
+		if err != nil {
+			return err
+		}
+		info = RunInfo{Run: view(run, pl.p), TenantID: sc.Tenant, ProjectID: sc.Project, WorkflowID: workflowID,
+			WorkflowVersion: version, Path: runPath(sc, run.ID)}
+		if st.Commit != nil {
+			return st.Commit(tx, info)
+		}
+		return nil
+	}, s.notify)
+	if err != nil {
+		return RunInfo{}, err
+	}
+	return info, nil
+}
+
+// CheckStart answers the refusal POST E/runs would give a start of
+// activation with input in sc now (nil when it would start), without
+// starting anything: schedules and triggers check their configuration
+// with it when it is saved.
+func (s *Service) CheckStart(ctx context.Context, sc auth.Scope, activation string, input json.RawMessage) error {
+	pl, err := s.planStart(ctx, sc, StartRequest{ActivationID: activation, Input: input}, "")
+	if err != nil {
+		return err
+	}
+	_, _, err = kernel.Step(pl.p.p, kernel.State{}, kernel.Event{Kind: kernel.EventStarted, ID: "check", RunID: "check", Seq: 1,
+		At: s.timestamp(), Input: pl.input})
+	return refusal(err)
+}
+
+// Phase is a scheduler phase another package adds to the loop (the due
+// schedules of platform/trigger). It answers whether its batch was full,
+// so that the loop turns again at once.
+type Phase func(ctx context.Context) (full bool, err error)
+
+type namedPhase struct {
+	name string
+	run  Phase
+}
+
+// AddPhase adds a phase to every turn of the loop, after recoverable
+// leases (DESIGN.md's phase order), bounded like the others by
+// PhaseLimit. Call it before Run.
+func (s *Service) AddPhase(name string, p Phase) { s.phases = append(s.phases, namedPhase{name, p}) }
+
+// runPhases runs the added phases and answers whether one was full.
+func (s *Service) runPhases(ctx context.Context) bool {
+	more := false
+	for _, p := range s.phases {
+		phase(ctx, func(ctx context.Context) {
+			full, err := p.run(ctx)
+			if err != nil {
+				s.logErr(ctx, p.name, err)
+			}
+			more = more || full
+		})
+	}
+	return more
+}

@@ -1,0 +1,70 @@
+package trigger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentbridge/bridge/platform/auth"
+	"github.com/agentbridge/bridge/platform/engine"
+	"github.com/agentbridge/bridge/store"
+)
+
+// Runs is what triggers need of the run engine (engine.Service implements
+// it): a start of one activation in process, and the check of such a
+// start when a schedule is saved.
+type Runs interface {
+	StartActivation(ctx context.Context, st engine.LocalStart) (engine.RunInfo, error)
+	CheckStart(ctx context.Context, sc auth.Scope, activation string, input json.RawMessage) error
+}
+
+// Standing decides whether a principal currently holds a capability at a
+// scope (identity.Standing on the reader pool): a schedule's execution
+// principal must still hold run.start when it fires.
+type Standing func(ctx context.Context, principal string, c auth.Capability, sc auth.Scope) (auth.Decision, error)
+
+// Options configures New.
+type Options struct {
+	DB       *store.DB
+	Runs     Runs
+	Standing Standing
+	Logger   *slog.Logger
+	// Now is the clock (time.Now); the scheduler phase reads it too.
+	Now func() time.Time
+	// NewID makes schedule ids (a time-ordered random UUID when nil).
+	NewID func() string
+}
+
+// Service serves schedules.
+type Service struct {
+	db       *store.DB
+	runs     Runs
+	standing Standing
+	log      *slog.Logger
+	now      func() time.Time
+	newID    func() string
+}
+
+// New builds the service.
+func New(o Options) (*Service, error) {
+	if o.DB == nil || o.Runs == nil || o.Standing == nil {
+		return nil, errors.New("trigger: Options.DB, Runs and Standing are required")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.NewID == nil {
+		o.NewID = func() string { return uuid.Must(uuid.NewV7()).String() }
+	}
+	return &Service{db: o.DB, runs: o.Runs, standing: o.Standing, log: o.Logger, now: o.Now, newID: o.NewID}, nil
+}
+
+// timestamp is the clock's time at the stored precision (milliseconds).
+func (s *Service) timestamp() time.Time { return s.now().UTC().Truncate(time.Millisecond) }

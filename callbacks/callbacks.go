@@ -10,7 +10,6 @@ package callbacks
 
 import (
 	"context"
-	crand "crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +22,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentbridge/bridge/daemon"
+	"github.com/agentbridge/bridge/httpx"
 	"github.com/agentbridge/bridge/store"
 	"github.com/agentbridge/bridge/store/broker"
 )
@@ -47,7 +47,7 @@ type Service struct {
 	disp      *dispatcher
 	ssrf      *ssrfPolicy
 	client    *http.Client
-	cursorKey []byte
+	cursors   *httpx.Cursors
 
 	// now is the clock of recorded times; rnd draws backoff jitter.
 	now func() time.Time
@@ -93,9 +93,9 @@ func New(deps daemon.Deps, box Sealer) (*Service, error) {
 		db: deps.DB, box: box, broker: deps.Broker, log: log, isOwner: isOwner, settings: settings,
 		reg: newRegistry(), now: time.Now, rnd: rand.Float64,
 	}
-	s.cursorKey = make([]byte, 32)
-	if _, err := crand.Read(s.cursorKey); err != nil {
-		return nil, fmt.Errorf("callbacks: cursor key: %w", err)
+	// The data directory's key keeps cursors valid across restarts.
+	if s.cursors, err = httpx.LoadCursors(deps.DataDir, "callbacks"); err != nil {
+		return nil, fmt.Errorf("callbacks: %w", err)
 	}
 	s.ssrf = newSSRFPolicy(&s.settings)
 	s.client = s.newHTTPClient()

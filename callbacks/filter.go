@@ -1,12 +1,8 @@
 package callbacks
 
 import (
-	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentbridge/bridge/httpx"
 )
 
 // FilterRequest selects, orders and pages the items of a resource; it is the
@@ -48,7 +46,7 @@ type PaginationResponse[T any] struct {
 	TotalElements int64  `json:"totalElements" doc:"items matching the filters, over all pages"`
 	TotalPages    int64  `json:"totalPages"`
 	HasNext       bool   `json:"hasNext"`
-	NextCursor    string `json:"nextCursor,omitempty" doc:"opaque; valid with the same filters and sort until the daemon restarts"`
+	NextCursor    string `json:"nextCursor,omitempty" doc:"opaque; valid with the same filters and sort, across daemon restarts"`
 }
 
 // Paging bounds.
@@ -93,14 +91,14 @@ type resource struct {
 
 // compiled is a validated FilterRequest turned into SQL.
 type compiled struct {
-	where   []string
-	args    []any
-	order   []sortKey
-	page    int
-	size    int
-	cursor  []any // last row's sort values, nil without cursor
-	binding string
-	byPage  bool
+	where  []string
+	args   []any
+	order  []sortKey
+	page   int
+	size   int
+	cursor []any  // last row's sort values, nil without cursor
+	scope  string // what the page's cursors are bound to
+	byPage bool
 }
 
 type sortKey struct {
@@ -114,7 +112,7 @@ func badFilter(format string, args ...any) error {
 }
 
 // compile validates req against r and builds the SQL conditions.
-func (r *resource) compile(req FilterRequest, key []byte) (*compiled, error) {
+func (r *resource) compile(req FilterRequest, cursors *httpx.Cursors) (*compiled, error) {
 	c := &compiled{size: defaultPageSize}
 	if req.Size != nil {
 		if *req.Size < 1 || *req.Size > maxPageSize {
@@ -172,9 +170,9 @@ func (r *resource) compile(req FilterRequest, key []byte) (*compiled, error) {
 	if last.col != "id" {
 		c.order = append(c.order, sortKey{col: "id", kind: kString, desc: last.desc})
 	}
-	c.binding = bindingOf(r.name, req)
+	c.scope = cursorScope(r.name, req)
 	if req.Cursor != "" {
-		vals, err := openCursor(key, req.Cursor, c.binding, len(c.order))
+		vals, err := openCursor(cursors, req.Cursor, c.scope, len(c.order))
 		if err != nil {
 			return nil, err
 		}
@@ -396,7 +394,7 @@ func (c *compiled) orderSQL() string {
 type rowScanner[T any] func() (dests []any, build func() (T, error))
 
 // runFilter executes a compiled filter on r and builds the page.
-func runFilter[T any](ctx context.Context, db *sql.DB, r *resource, columns string, c *compiled, key []byte, scan rowScanner[T]) (*PaginationResponse[T], error) {
+func runFilter[T any](ctx context.Context, db *sql.DB, r *resource, columns string, c *compiled, cursors *httpx.Cursors, scan rowScanner[T]) (*PaginationResponse[T], error) {
 	where, args := c.whereSQL(false)
 	var total int64
 	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM "+r.table+where, args...).Scan(&total); err != nil {
@@ -449,37 +447,29 @@ func runFilter[T any](ctx context.Context, db *sql.DB, r *resource, columns stri
 	}
 	out.TotalPages = (total + int64(c.size) - 1) / int64(c.size)
 	if out.HasNext && lastSort != nil {
-		out.NextCursor = sealCursor(key, c.binding, lastSort)
+		if out.NextCursor, err = sealCursor(cursors, c.scope, lastSort); err != nil {
+			return nil, fmt.Errorf("callbacks: filter %s: cursor: %w", r.name, err)
+		}
 	}
 	return out, nil
 }
 
-// Cursors are base64url(JSON payload) "." base64url(HMAC-SHA256[:16]) under
-// a per-process key: opaque, unforgeable, and bound to the resource, filters
-// and sort they were issued for.
+// Cursors are httpx.Cursors (docs/callbacks.md, "Paging"): the last row's
+// sort values, signed with the data directory's cursor key for the scope
+// below, so a cursor is opaque, unforgeable, survives daemon restarts and
+// opens only for the resource, filters and sort it was issued for.
 
-type cursorPayload struct {
-	Binding string `json:"b"`
-	Values  []any  `json:"v"`
-}
-
-func bindingOf(name string, req FilterRequest) string {
+// cursorScope is what a cursor is bound to: the resource, its filters and
+// its sort, as given.
+func cursorScope(name string, req FilterRequest) string {
 	data, _ := json.Marshal(struct {
-		N string
-		F []FieldFilter
-		S []SortOrder
-	}{name, req.Filters, req.Sort})
-	sum := sha256.Sum256(data)
-	return base64.RawURLEncoding.EncodeToString(sum[:12])
+		F []FieldFilter `json:"f"`
+		S []SortOrder   `json:"s"`
+	}{req.Filters, req.Sort})
+	return httpx.CursorScope("callbacks-filter-v1", name, string(data))
 }
 
-func cursorMAC(key []byte, payload []byte) []byte {
-	m := hmac.New(sha256.New, key)
-	m.Write(payload)
-	return m.Sum(nil)[:16]
-}
-
-func sealCursor(key []byte, binding string, vals []any) string {
+func sealCursor(cursors *httpx.Cursors, scope string, vals []any) (string, error) {
 	norm := make([]any, len(vals))
 	for i, v := range vals {
 		if b, ok := v.([]byte); ok {
@@ -487,37 +477,28 @@ func sealCursor(key []byte, binding string, vals []any) string {
 		}
 		norm[i] = v
 	}
-	payload, _ := json.Marshal(cursorPayload{Binding: binding, Values: norm})
-	return base64.RawURLEncoding.EncodeToString(payload) + "." + base64.RawURLEncoding.EncodeToString(cursorMAC(key, payload))
+	return cursors.Sign(scope, norm)
 }
 
-func openCursor(key []byte, cur, binding string, n int) ([]any, error) {
-	bad := &Error{Code: EBadRequest, Message: "cursor is invalid, expired (the daemon restarted) or was issued for other filters; start again without it"}
-	p64, m64, ok := strings.Cut(cur, ".")
-	if !ok || len(cur) > 4096 {
-		return nil, bad
+// errBadCursor answers a cursor that does not open: 400, as for other
+// malformed input.
+var errBadCursor = &Error{Code: EBadRequest, Message: "cursor is invalid or was issued for other filters or sort; start again without it"}
+
+func openCursor(cursors *httpx.Cursors, cur, scope string, n int) ([]any, error) {
+	var vals []any
+	if err := cursors.Open(scope, cur, &vals); err != nil || len(vals) != n {
+		return nil, errBadCursor
 	}
-	payload, err1 := base64.RawURLEncoding.DecodeString(p64)
-	mac, err2 := base64.RawURLEncoding.DecodeString(m64)
-	if err1 != nil || err2 != nil || !hmac.Equal(mac, cursorMAC(key, payload)) {
-		return nil, bad
-	}
-	var cp cursorPayload
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	dec.UseNumber()
-	if err := dec.Decode(&cp); err != nil || cp.Binding != binding || len(cp.Values) != n {
-		return nil, bad
-	}
-	for i, v := range cp.Values {
+	for i, v := range vals {
 		if num, ok := v.(json.Number); ok {
 			x, err := strconv.ParseInt(string(num), 10, 64)
 			if err != nil {
-				return nil, bad
+				return nil, errBadCursor
 			}
-			cp.Values[i] = x
+			vals[i] = x
 		}
 	}
-	return cp.Values, nil
+	return vals, nil
 }
 
 func boolInt(b bool) int64 {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentbridge/bridge/httpx"
 )
 
 // TestPagingWithPagesAndCursors pages 23 domains in every mode and checks
@@ -82,7 +84,7 @@ func TestPagingWithPagesAndCursors(t *testing.T) {
 
 func TestFilterBounds(t *testing.T) {
 	c := func(req FilterRequest) error {
-		_, err := domainResource.compile(req, []byte("k"))
+		_, err := domainResource.compile(req, httpx.NewCursors([]byte("0123456789abcdef0123456789abcdef")))
 		return err
 	}
 	n := func(v int) *int { return &v }
@@ -161,4 +163,41 @@ func TestFilterOperators(t *testing.T) {
 			t.Errorf("%s %s %s: %d, want %d", tc.f.Field, tc.f.Operator, tc.f.Value, res.TotalElements, tc.want)
 		}
 	}
+}
+
+// TestCursorSurvivesRestart: a nextCursor issued before a daemon restart
+// continues the same listing after it (issue 20, item 18); with other
+// filters, or tampered, it answers 400 CB-BAD-REQUEST.
+func TestCursorSurvivesRestart(t *testing.T) {
+	is := newIs(t)
+	h := newHarness(t, fastYAML, nil)
+	for i := 0; i < 5; i++ {
+		h.authorize(fmt.Sprintf("r%d.example.com", i))
+	}
+	size := 2
+	filters := []FieldFilter{{Field: "domain", Operator: "startsWith", Value: json.RawMessage(`"r"`)}}
+	var first PaginationResponse[AuthorizedDomain]
+	h.must(200, "POST", pathDomains+"/filter", FilterRequest{Size: &size, Filters: filters}, &first)
+	var viaGet PaginationResponse[AuthorizedDomain]
+	h.must(200, "GET", pathDomains+"?size=2", nil, &viaGet)
+	is.True(first.NextCursor != "" && viaGet.NextCursor != "")
+
+	h.restart()
+
+	var next PaginationResponse[AuthorizedDomain]
+	h.must(200, "POST", pathDomains+"/filter", FilterRequest{Size: &size, Filters: filters, Cursor: first.NextCursor}, &next)
+	is.Equal(len(next.Content), 2)
+	is.Equal(next.Content[0].Domain, "r2.example.com")
+	h.must(200, "GET", pathDomains+"?size=2&cursor="+viaGet.NextCursor, nil, &next)
+	is.Equal(next.Content[0].Domain, "r2.example.com")
+
+	other := []FieldFilter{{Field: "domain", Operator: "startsWith", Value: json.RawMessage(`"r1"`)}}
+	p := h.problem(400, "POST", pathDomains+"/filter", FilterRequest{Size: &size, Filters: other, Cursor: first.NextCursor})
+	is.Equal(p.Code, "CB-BAD-REQUEST")
+	p = h.problem(400, "POST", pathDomains+"/filter", FilterRequest{Size: &size, Cursor: first.NextCursor})
+	is.Equal(p.Code, "CB-BAD-REQUEST")
+	p = h.problem(400, "GET", pathConfigs+"?size=2&cursor="+viaGet.NextCursor, nil)
+	is.Equal(p.Code, "CB-BAD-REQUEST")
+	p = h.problem(400, "POST", pathDomains+"/filter", FilterRequest{Size: &size, Filters: filters, Cursor: "e" + first.NextCursor})
+	is.Equal(p.Code, "CB-BAD-REQUEST")
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/bridge/callbacks/verify"
+	"github.com/agentbridge/bridge/httpx"
 	"github.com/agentbridge/bridge/store/broker"
 )
 
@@ -14,8 +15,11 @@ import (
 // every plain `go test`.
 
 func FuzzOpenCursor(f *testing.F) {
-	key := []byte("fuzz-key")
-	good := sealCursor(key, "b", []any{int64(5), "x"})
+	key := httpx.NewCursors([]byte("fuzz-key-fuzz-key-fuzz-key-fuzz-"))
+	good, err := sealCursor(key, "b", []any{int64(5), "x"})
+	if err != nil {
+		f.Fatal(err)
+	}
 	for _, s := range []string{good, "", ".", "a.b", good + "x", strings.Repeat("A", 5000)} {
 		f.Add(s)
 	}
@@ -70,7 +74,7 @@ func FuzzFilterRequest(f *testing.F) {
 		if json.Unmarshal([]byte(body), &req) != nil {
 			return
 		}
-		c, err := domainResource.compile(req, []byte("k"))
+		c, err := domainResource.compile(req, httpx.NewCursors([]byte("fuzz-key-fuzz-key-fuzz-key-fuzz-")))
 		if err == nil {
 			c.whereSQL(true)
 			c.orderSQL()

@@ -140,11 +140,11 @@ func (c crud[In, Out]) handleDelete(w http.ResponseWriter, r *http.Request, p ht
 
 // filterWith runs a FilterRequest against a resource.
 func filterWith[T any](ctx context.Context, s *Service, r *resource, columns string, scan rowScanner[T], req FilterRequest) (*PaginationResponse[T], error) {
-	c, err := r.compile(req, s.cursorKey)
+	c, err := r.compile(req, s.cursors)
 	if err != nil {
 		return nil, err
 	}
-	return runFilter(ctx, s.db.Reader(), r, columns, c, s.cursorKey, scan)
+	return runFilter(ctx, s.db.Reader(), r, columns, c, s.cursors, scan)
 }
 
 // routes is the service's route table.

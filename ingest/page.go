@@ -1,14 +1,10 @@
 package ingest
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
-	"strings"
+
+	"github.com/agentbridge/bridge/httpx"
 )
 
 // pageKey is the position after which the next page starts.
@@ -17,45 +13,26 @@ type pageKey struct {
 	ID   string `json:"i"`
 }
 
-type cursorBody struct {
-	Key    pageKey `json:"k"`
-	Filter string  `json:"f"`
-}
-
-// Cursors are opaque, signed with a key of this process, and bound to the
-// filters of the listing that issued them. A daemon restart invalidates them.
+// Cursors are httpx.Cursors keyed from the data directory's cursor key, so
+// they survive daemon restarts, and bound to the filters of the listing that
+// issued them (ingest/README.md).
 func (s *Service) encodeCursor(k pageKey, filter string) string {
-	body, _ := json.Marshal(cursorBody{Key: k, Filter: filter})
-	m := hmac.New(sha256.New, s.cursorKey)
-	m.Write(body)
-	return base64.RawURLEncoding.EncodeToString(body) + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:16])
+	// A pageKey of two strings always marshals.
+	cur, _ := s.cursors.Sign(httpx.CursorScope("ingest-page-v1", filter), k)
+	return cur
 }
 
-var errBadCursor = newError(http.StatusBadRequest, "WH-INVALID-CURSOR", "invalid_cursor", "the cursor is invalid, expired, or was issued for other filters")
+var errBadCursor = newError(http.StatusBadRequest, "WH-INVALID-CURSOR", "invalid_cursor", "the cursor is invalid or was issued for other filters")
 
 func (s *Service) decodeCursor(raw, filter string) (*pageKey, error) {
 	if raw == "" {
 		return nil, nil
 	}
-	b64, sig, ok := strings.Cut(raw, ".")
-	if !ok {
+	var k pageKey
+	if err := s.cursors.Open(httpx.CursorScope("ingest-page-v1", filter), raw, &k); err != nil {
 		return nil, errBadCursor
 	}
-	body, err1 := base64.RawURLEncoding.DecodeString(b64)
-	mac, err2 := base64.RawURLEncoding.DecodeString(sig)
-	if err := errors.Join(err1, err2); err != nil {
-		return nil, errBadCursor
-	}
-	m := hmac.New(sha256.New, s.cursorKey)
-	m.Write(body)
-	if !hmac.Equal(m.Sum(nil)[:16], mac) {
-		return nil, errBadCursor
-	}
-	var c cursorBody
-	if json.Unmarshal(body, &c) != nil || c.Filter != filter {
-		return nil, errBadCursor
-	}
-	return &c.Key, nil
+	return &k, nil
 }
 
 const (

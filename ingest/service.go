@@ -9,7 +9,6 @@ package ingest
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,6 +21,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/bridge/daemon"
+	"github.com/agentbridge/bridge/httpx"
 	"github.com/agentbridge/bridge/ingest/verify"
 	"github.com/agentbridge/bridge/store"
 	"github.com/agentbridge/bridge/store/broker"
@@ -54,8 +54,8 @@ type Service struct {
 	hub            *hub
 	dedupe         *dedupeStore
 	verifiers      map[string]verify.Verifier
-	cursorKey      []byte
-	bufPool        sync.Pool
+	cursors        *httpx.Cursors
+	budget         *bodyBudget
 	done           chan struct{} // closed by Close: ends streams
 
 	mu        sync.Mutex
@@ -89,6 +89,7 @@ func newService(deps daemon.Deps, cfg Config) (*Service, error) {
 		now: time.Now, hub: newHub(), done: make(chan struct{}),
 		allowedMethods: map[string]bool{}, contentTypes: map[string]bool{},
 		dedupe: &dedupeStore{db: deps.DB, window: cfg.Idempotency.Window.D()},
+		budget: &bodyBudget{limit: cfg.Security.MaxInFlightBytes},
 	}
 	var err error
 	if s.namePattern, err = regexp.Compile(cfg.Security.ProviderNamePattern); err != nil {
@@ -117,8 +118,11 @@ func newService(deps daemon.Deps, cfg Config) (*Service, error) {
 		s.comp.Close()
 		return nil, err
 	}
-	s.cursorKey = make([]byte, 32)
-	_, _ = rand.Read(s.cursorKey)
+	// The data directory's key keeps page cursors valid across restarts.
+	if s.cursors, err = httpx.LoadCursors(deps.DataDir, "ingest"); err != nil {
+		s.comp.Close()
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
 	s.pub = &publisher{broker: deps.Broker, retry: cfg.Retry, sleep: sleepCtx}
 	if cfg.Batching.Enabled {
 		s.pub.batch = newBatcher(cfg.Batching, func(provider string, msgs []broker.Message) []error {

@@ -51,28 +51,28 @@ var (
 )
 
 // check returns nil when a connection to a is allowed.
+//
+// Cloud metadata addresses come first: an allowed range that covers one
+// (169.254.0.0/16, 0.0.0.0/0, 64:ff9b::/96) does not open it; only an entry
+// naming exactly that address (a /32 or /128, or the IPv4 address a NAT64 or
+// 6to4 address embeds) does (callbacks/README.md, "SSRF").
 func (p *ssrfPolicy) check(a netip.Addr) error {
 	a = a.Unmap().WithZone("")
+	v4, embeds := embedded4(a)
+	if isMetadata(a) || (embeds && isMetadata(v4)) {
+		if p.named(a) || (embeds && p.named(v4)) {
+			return nil
+		}
+		return &ssrfError{a, "cloud metadata"}
+	}
 	for _, pre := range p.allowed {
 		if pre.Contains(a) {
 			return nil
 		}
 	}
-	for _, m := range metadataIP {
-		if a == m {
-			return &ssrfError{a, "cloud metadata"}
-		}
-	}
 	// Addresses embedding an IPv4 address are judged by it.
-	if a.Is6() && (nat64.Contains(a) || sixToFour.Contains(a)) {
-		b := a.As16()
-		var v4 [4]byte
-		if nat64.Contains(a) {
-			copy(v4[:], b[12:16])
-		} else {
-			copy(v4[:], b[2:6])
-		}
-		if err := p.check(netip.AddrFrom4(v4)); err != nil {
+	if embeds {
+		if err := p.check(v4); err != nil {
 			return &ssrfError{a, "embedded " + err.(*ssrfError).reason}
 		}
 	}
@@ -95,6 +95,43 @@ func (p *ssrfPolicy) check(a netip.Addr) error {
 		return &ssrfError{a, "reserved"}
 	}
 	return nil
+}
+
+func isMetadata(a netip.Addr) bool {
+	for _, m := range metadataIP {
+		if a == m {
+			return true
+		}
+	}
+	return false
+}
+
+// named reports whether an allowed entry is exactly the single address a.
+func (p *ssrfPolicy) named(a netip.Addr) bool {
+	for _, pre := range p.allowed {
+		if pre.IsSingleIP() && pre.Addr() == a {
+			return true
+		}
+	}
+	return false
+}
+
+// embedded4 returns the IPv4 address a NAT64 or 6to4 address carries.
+func embedded4(a netip.Addr) (netip.Addr, bool) {
+	if !a.Is6() {
+		return netip.Addr{}, false
+	}
+	b := a.As16()
+	var v4 [4]byte
+	switch {
+	case nat64.Contains(a):
+		copy(v4[:], b[12:16])
+	case sixToFour.Contains(a):
+		copy(v4[:], b[2:6])
+	default:
+		return netip.Addr{}, false
+	}
+	return netip.AddrFrom4(v4), true
 }
 
 // control is the net.Dialer Control hook.

@@ -66,3 +66,37 @@ func TestSSRFPolicy(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestSSRFMetadataNeedsExactEntry: an allowed range covering a cloud
+// metadata address does not open it (issue 20, item 6); an entry naming the
+// address exactly does.
+func TestSSRFMetadataNeedsExactEntry(t *testing.T) {
+	policy := func(loopbackAndPrivate bool, cidrs ...string) *ssrfPolicy {
+		var s Settings
+		s.SSRF.AllowLoopback, s.SSRF.AllowPrivate, s.SSRF.AllowedCIDRs = loopbackAndPrivate, loopbackAndPrivate, cidrs
+		return newSSRFPolicy(&s)
+	}
+	wide := policy(true, "169.254.0.0/16", "0.0.0.0/0", "::/0", "100.64.0.0/10")
+	for _, addr := range []string{"169.254.169.254", "::ffff:169.254.169.254", "fd00:ec2::254", "100.100.100.200", "64:ff9b::a9fe:a9fe", "2002:a9fe:a9fe::1"} {
+		if err := wide.check(netip.MustParseAddr(addr)); err == nil {
+			t.Errorf("%s: opened by an allowed range", addr)
+		}
+	}
+	// The rest of the ranges stays open.
+	for _, addr := range []string{"169.254.1.1", "10.0.0.1", "100.100.100.201", "fe80::1"} {
+		if err := wide.check(netip.MustParseAddr(addr)); err != nil {
+			t.Errorf("%s: %v", addr, err)
+		}
+	}
+	exact := policy(false, "169.254.169.254/32", "fd00:ec2::254/128")
+	for _, addr := range []string{"169.254.169.254", "fd00:ec2::254", "64:ff9b::a9fe:a9fe"} {
+		if err := exact.check(netip.MustParseAddr(addr)); err != nil {
+			t.Errorf("%s named exactly: %v", addr, err)
+		}
+	}
+	for _, addr := range []string{"100.100.100.200", "169.254.169.253"} {
+		if err := exact.check(netip.MustParseAddr(addr)); err == nil {
+			t.Errorf("%s: opened by another address's entry", addr)
+		}
+	}
+}

@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/agentbridge/bridge/config"
 	"github.com/agentbridge/bridge/httpx"
 )
 
@@ -29,6 +31,9 @@ type Listen struct {
 	// origin in addition to the loopback names; bearer auth stays required.
 	AllowedHosts   []string `yaml:"allowed-hosts" env:"BRIDGE_ALLOWED_HOSTS"`
 	AllowedOrigins []string `yaml:"allowed-origins" env:"BRIDGE_ALLOWED_ORIGINS"`
+	// BodyReadTimeout is how long a request body may take to arrive, on
+	// both listeners (see withBodyDeadline).
+	BodyReadTimeout config.Duration `yaml:"body-read-timeout" env:"BRIDGE_BODY_READ_TIMEOUT"`
 }
 
 // Log configures log/slog output.
@@ -54,6 +59,7 @@ func DefaultConfig() Config {
 		Listen: Listen{
 			BridgeHost: "127.0.0.1", BridgePort: DefaultBridgePort,
 			ServicesHost: "127.0.0.1", ServicesPort: DefaultServicesPort,
+			BodyReadTimeout: config.Duration(30 * time.Second),
 		},
 		Log:    Log{Level: "info", Format: "text"},
 		Events: Events{Capacity: 100_000},
@@ -76,6 +82,9 @@ func (c *Config) Validate() error {
 				return fmt.Errorf("refusing to listen on non-loopback address %q; set listen.allow-non-loopback: true to allow it", h)
 			}
 		}
+	}
+	if d := c.Listen.BodyReadTimeout.D(); d < 100*time.Millisecond || d > time.Hour {
+		return fmt.Errorf("listen.body-read-timeout %s is outside 100ms..1h", d)
 	}
 	switch strings.ToLower(c.Log.Level) {
 	case "debug", "info", "warn", "error":

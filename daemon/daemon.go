@@ -236,9 +236,11 @@ func Start(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	return d, nil
 }
 
+// newServer builds a listener's server. Bodies get a read deadline per
+// request (withBodyDeadline), not ReadTimeout, which would cut SSE streams.
 func (d *Daemon) newServer(h http.Handler) *http.Server {
 	return &http.Server{
-		Handler:           h,
+		Handler:           withBodyDeadline(d.opts.Config.Listen.BodyReadTimeout.D(), h),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,

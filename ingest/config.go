@@ -58,6 +58,10 @@ type Security struct {
 	// TrustedProxies are addresses or CIDR ranges (e.g. a local tunnel agent)
 	// whose X-Forwarded-For is believed when finding the source address.
 	TrustedProxies []string `yaml:"trusted-proxies"`
+	// MaxInFlightBytes bounds the memory all webhook bodies being received
+	// or handled hold at once; past it a webhook is answered 503
+	// WH-OVERLOADED with Retry-After (see body.go).
+	MaxInFlightBytes int64 `yaml:"max-in-flight-bytes"`
 }
 
 // DLQConfig is the dead-letter destination.
@@ -209,6 +213,7 @@ func DefaultConfig() Config {
 			AllowedMethods:          []string{http.MethodPost},
 			RequireContentType:      true,
 			AllowedContentTypes:     []string{"application/json", "application/x-www-form-urlencoded"},
+			MaxInFlightBytes:        64 << 20,
 		},
 		DLQ: DLQConfig{Enabled: true, Topic: "webhooks.dlq"},
 		Retry: RetryConfig{Defaults: RetryPolicy{
@@ -370,6 +375,12 @@ func (c *Config) Validate() error {
 	s := c.Security
 	if s.MaxPayloadSize < 1 || s.MaxPayloadSize > hardMaxPayload {
 		add("security.max-payload-size must be 1..%d bytes", hardMaxPayload)
+	}
+	switch {
+	case s.MaxInFlightBytes < 1<<20 || s.MaxInFlightBytes > 1<<40:
+		add("security.max-in-flight-bytes must be 1 MiB..1 TiB")
+	case s.ValidatePayloadSize && s.MaxInFlightBytes <= s.MaxPayloadSize:
+		add("security.max-in-flight-bytes must be more than security.max-payload-size, or no body at the limit could be received")
 	}
 	if _, err := regexp.Compile(s.ProviderNamePattern); err != nil {
 		add("security.provider-name-pattern is not a regular expression: %v", err)

@@ -18,6 +18,9 @@ type apiError struct {
 	// RetryAfter (seconds) and Allow become response headers when set.
 	RetryAfter int
 	Allow      string
+	// transient refusals ask the client to come back (overloaded, body
+	// timeout): they are not dead-lettered.
+	transient bool
 }
 
 func (e *apiError) Error() string { return e.Msg }

@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,8 +31,10 @@ type request struct {
 	provider string
 	topic    string
 	env      *Envelope
-	addr     netip.Addr    // source address (peer, or via trusted proxies)
-	body     *bytes.Buffer // nil until read
+	addr     netip.Addr // source address (peer, or via trusted proxies)
+	body     []byte     // valid once bodyRead
+	bodyRead bool
+	held     int64 // bytes of the body budget this request holds
 	tooLarge bool
 }
 
@@ -48,11 +49,9 @@ type request struct {
 func (s *Service) handleWebhook(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	now := s.now()
 	req := &request{provider: ps.ByName("provider"), addr: s.source.source(r)}
-	defer func() {
-		if req.body != nil {
-			s.putBuffer(req.body)
-		}
-	}()
+	// The body is garbage once the request is answered: publication has
+	// made its copy durable by then.
+	defer func() { s.budget.give(req.held) }()
 	id, err := uuid.NewV7()
 	if err != nil {
 		writeError(w, r, err)
@@ -157,7 +156,7 @@ func (s *Service) validate(w http.ResponseWriter, r *http.Request, req *request,
 	if err := s.readBody(w, r, req); err != nil {
 		return err
 	}
-	body := req.body.Bytes()
+	body := req.body
 	if validating {
 		switch {
 		case len(body) == 0:
@@ -193,7 +192,8 @@ func (s *Service) payloadLimit() int64 {
 	return hardMaxPayload
 }
 
-// readBody reads at most the limit; one byte more is 413.
+// readBody reads at most the limit; one byte more is 413. The body is read
+// as it arrives within the shared budget (body.go).
 func (s *Service) readBody(w http.ResponseWriter, r *http.Request, req *request) error {
 	limit := s.payloadLimit()
 	tooLarge := newError(http.StatusRequestEntityTooLarge, "WH-PAYLOAD-TOO-LARGE", "payload_too_large",
@@ -204,21 +204,29 @@ func (s *Service) readBody(w http.ResponseWriter, r *http.Request, req *request)
 		req.tooLarge = true
 		return tooLarge
 	}
-	buf := s.getBuffer()
-	req.body = buf
-	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength) + 1)
-	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
-	var mbe *http.MaxBytesError
+	req.bodyRead = true
+	buf, held, err := s.budget.readAll(http.MaxBytesReader(w, r.Body, limit), r.ContentLength, limit)
+	req.body, req.held = buf, req.held+held
 	switch {
-	case errors.As(err, &mbe):
+	case err == nil:
+		return nil
+	case errors.Is(err, errBodyTooBig):
 		req.tooLarge = true
 		return tooLarge
-	case err != nil:
+	case errors.Is(err, errBodyBudget):
+		// The rest of the body is left unread: the connection cannot be reused.
+		w.Header().Set("Connection", "close")
+		e := newError(http.StatusServiceUnavailable, "WH-OVERLOADED", "overloaded", "too many webhook bodies are being received at once; retry later")
+		e.RetryAfter, e.transient = 1, true
+		return e
+	case errors.Is(err, errBodyTimeout):
+		w.Header().Set("Connection", "close")
+		e := newError(http.StatusRequestTimeout, "WH-BODY-TIMEOUT", "body_timeout", "the request body was not received in time")
+		e.transient = true
+		return e
+	default:
 		return newError(http.StatusBadRequest, "WH-BAD-REQUEST", "body_read_error", "the request body could not be read")
 	}
-	return nil
 }
 
 // reject dead-letters a refused request and answers with its problem.
@@ -228,7 +236,15 @@ func (s *Service) reject(w http.ResponseWriter, r *http.Request, req *request, e
 		writeError(w, r, err)
 		return
 	}
-	if req.body == nil && !req.tooLarge {
+	if ae.transient {
+		// The client is asked to come back (like 429): dead-lettering what
+		// a flood of slow or concurrent bodies left behind would defeat
+		// the point of refusing them.
+		s.hub.publish(Activity{Time: req.env.ReceivedAt, Kind: KindRejected, EventID: req.env.ID, Provider: req.env.Provider, Topic: req.topic, Reason: ae.Reason, Status: ae.Status})
+		writeError(w, r, ae)
+		return
+	}
+	if !req.bodyRead && !req.tooLarge {
 		// Keep the payload of a request refused before its body was read,
 		// so an operator can inspect and replay it.
 		if rerr := s.readBody(w, r, req); rerr != nil {
@@ -241,11 +257,11 @@ func (s *Service) reject(w http.ResponseWriter, r *http.Request, req *request, e
 			env.Header = hdr
 		}
 	}
-	dl := deadLetter{stage: StageIngest, reason: ae.Reason, detail: ae.Msg, status: ae.Status, topic: req.topic, omitted: req.tooLarge || req.body == nil}
+	dl := deadLetter{stage: StageIngest, reason: ae.Reason, detail: ae.Msg, status: ae.Status, topic: req.topic, omitted: req.tooLarge || !req.bodyRead}
 	if dl.omitted {
 		env.Size = int(max(r.ContentLength, 0))
 	} else {
-		dl.payload = req.body.Bytes()
+		dl.payload = req.body
 		env.Size = len(dl.payload)
 	}
 	dl.headers = env.headers()
@@ -259,7 +275,7 @@ func (s *Service) reject(w http.ResponseWriter, r *http.Request, req *request, e
 // accept publishes the event and acknowledges it once durable.
 func (s *Service) accept(w http.ResponseWriter, r *http.Request, req *request) {
 	env := req.env
-	raw := req.body.Bytes()
+	raw := req.body
 	env.Size = len(raw)
 	payload, encoding, err := s.comp.compress(raw)
 	if err != nil {
@@ -311,19 +327,4 @@ func (s *Service) publishFailed(w http.ResponseWriter, r *http.Request, req *req
 	}
 	s.hub.publish(Activity{Time: env.ReceivedAt, Kind: KindFailed, EventID: env.ID, Provider: req.provider, Topic: req.topic, Reason: ae.Reason, Status: ae.Status})
 	writeError(w, r, ae)
-}
-
-func (s *Service) getBuffer() *bytes.Buffer {
-	b, _ := s.bufPool.Get().(*bytes.Buffer)
-	if b == nil {
-		return new(bytes.Buffer)
-	}
-	b.Reset()
-	return b
-}
-
-func (s *Service) putBuffer(b *bytes.Buffer) {
-	if b.Cap() <= 2<<20 { // do not pin unusually large buffers
-		s.bufPool.Put(b)
-	}
 }

@@ -144,14 +144,9 @@ func openAPI(routes []route) map[string]any {
 	}
 }
 
-// docRoutes serve the OpenAPI document and its offline UI.
+// docRoutes serve the OpenAPI document and its offline UI (swagger.go).
 func (s *Service) docRoutes() []route {
-	return []route{
-		{method: http.MethodGet, path: pathAPIDocs, public: true, h: s.handleAPIDocs},
-		{method: http.MethodGet, path: pathSwaggerUI, public: true, h: serveAsset("index.html")},
-		{method: http.MethodGet, path: "/swagger-ui/app.js", public: true, h: serveAsset("app.js")},
-		{method: http.MethodGet, path: "/swagger-ui/app.css", public: true, h: serveAsset("app.css")},
-	}
+	return append([]route{{method: http.MethodGet, path: pathAPIDocs, public: true, h: s.handleAPIDocs}}, uiRoutes()...)
 }
 
 func (s *Service) handleAPIDocs(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {

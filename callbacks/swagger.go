@@ -1,41 +1,39 @@
 package callbacks
 
 import (
-	"embed"
 	"net/http"
-	"path"
+	"sort"
 
 	"github.com/julienschmidt/httprouter"
+
+	"github.com/agentbridge/bridge/httpx/docsui"
 )
 
-// The API UI is a small self-contained viewer (HTML, JS and CSS embedded in
-// the binary): it works offline and loads nothing from a CDN.
-//
-//go:embed ui/index.html ui/app.js ui/app.css
-var uiFS embed.FS
+// pathSwaggerAssets holds the UI's files (Swagger UI, embedded by docsui).
+const pathSwaggerAssets = "/swagger-ui/"
 
-var contentTypes = map[string]string{
-	".html": "text/html; charset=utf-8",
-	".js":   "text/javascript; charset=utf-8",
-	".css":  "text/css; charset=utf-8",
-}
-
-// uiCSP lets the UI load only its own files and call only this origin.
-const uiCSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-
-func serveAsset(name string) handler {
-	return func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-		data, err := uiFS.ReadFile("ui/" + name)
-		if err != nil {
-			return err
-		}
-		h := w.Header()
-		h.Set("Content-Type", contentTypes[path.Ext(name)])
-		h.Set("Content-Security-Policy", uiCSP)
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "no-referrer")
-		h.Set("Cache-Control", "no-cache")
-		_, _ = w.Write(data)
-		return nil
+// uiRoutes serve Swagger UI at /swagger-ui.html (spec 3), showing this
+// service's document first and offering the daemon's others (docsui).
+func uiRoutes() []route {
+	ui, err := docsui.New(pathSwaggerUI, pathSwaggerAssets, docsui.Documents("callbacks"))
+	if err != nil {
+		return nil // fixed, valid arguments: cannot happen
 	}
+	handlers := ui.Handlers()
+	paths := make([]string, 0, len(handlers))
+	for p := range handlers {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	routes := make([]route, 0, 2*len(paths))
+	for _, p := range paths {
+		h := handlers[p]
+		serve := func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+			h.ServeHTTP(w, r)
+			return nil
+		}
+		routes = append(routes, route{method: http.MethodGet, path: p, public: true, h: serve},
+			route{method: http.MethodHead, path: p, public: true, h: serve})
+	}
+	return routes
 }

@@ -6,7 +6,10 @@ package wire
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 
@@ -15,6 +18,7 @@ import (
 	"github.com/agentbridge/bridge/bridge"
 	"github.com/agentbridge/bridge/callbacks"
 	"github.com/agentbridge/bridge/daemon"
+	"github.com/agentbridge/bridge/httpx/docsui"
 	"github.com/agentbridge/bridge/ingest"
 	"github.com/agentbridge/bridge/platform"
 	"github.com/agentbridge/bridge/store"
@@ -70,15 +74,38 @@ func OptionsWith(o daemon.Options, b BridgeOptions) daemon.Options {
 // service.
 type bridgeSub struct {
 	*bridge.Service
-	ring *ring.Ring
-	runs *bridge.WorkflowRuns
+	ring       *ring.Ring
+	runs       *bridge.WorkflowRuns
+	bridgeAddr string
 }
 
 // Routes adds the workflow-run routes to the bridge's own; until the
-// platform is linked they answer 503.
+// platform is linked they answer 503. The services listener gets a public
+// copy of the bridge's OpenAPI document for the API documentation UI
+// (httpx/docsui): the bridge listener's own needs a token, and the UI only
+// reads its own origin.
 func (b *bridgeSub) Routes(br, services *httprouter.Router) {
 	b.Service.Routes(br, services)
 	b.runs.Routes(br)
+	doc := docsui.JSON(b.servicesDoc)
+	services.Handler(http.MethodGet, docsui.BridgeDocURL, doc)
+	services.Handler(http.MethodHead, docsui.BridgeDocURL, doc)
+}
+
+// servicesDoc is the bridge's document naming the bridge listener's actual
+// address as its server.
+func (b *bridgeSub) servicesDoc() ([]byte, error) {
+	data, err := b.OpenAPIJSON()
+	if err != nil {
+		return nil, err
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("bridge OpenAPI document: %w", err)
+	}
+	doc["servers"] = []any{map[string]any{"url": "http://" + b.bridgeAddr,
+		"description": "the bridge listener: every operation needs a bridge token (Authorization: Bearer brg_...)"}}
+	return json.Marshal(doc)
 }
 
 func (b *bridgeSub) Close() error {
@@ -104,7 +131,7 @@ func (l *link) bridgeFactory(o BridgeOptions) daemon.Factory {
 			r.Close()
 			return nil, err
 		}
-		l.bridge = &bridgeSub{Service: svc, ring: r, runs: svc.WorkflowRuns()}
+		l.bridge = &bridgeSub{Service: svc, ring: r, runs: svc.WorkflowRuns(), bridgeAddr: d.BridgeAddr}
 		if o.Built != nil {
 			o.Built(svc)
 		}

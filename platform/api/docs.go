@@ -1,30 +1,23 @@
 package api
 
 import (
-	"embed"
 	"encoding/json"
 	"net/http"
 	"sync"
 
 	"github.com/julienschmidt/httprouter"
+
+	"github.com/agentbridge/bridge/httpx/docsui"
 )
-
-// The documentation viewer is self-contained (embedded HTML, JS and CSS):
-// it works offline and loads nothing from elsewhere.
-//
-//go:embed docsui/index.html docsui/app.js docsui/app.css
-var docsFS embed.FS
-
-// docsCSP lets the viewer load only its own files and call only this origin.
-const docsCSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // Paths of the interactive documentation.
 const (
 	DocsPath        = "/docs"
-	DocsOpenAPIPath = "/docs/openapi.json"
+	DocsOpenAPIPath = docsui.PlatformDocURL
 )
 
-// ServeDocs registers the interactive documentation at DocsPath and the
+// ServeDocs registers the interactive documentation at DocsPath (Swagger UI
+// from httpx/docsui, this document first; its files under /docs/) and the
 // OpenAPI document at DocsOpenAPIPath (public, GET and HEAD). The platform
 // calls it only when PLATFORM_DOCS_ENABLED=true; otherwise those paths are
 // unknown routes (404). The document is built once, after every route is
@@ -36,32 +29,11 @@ func (a *API) ServeDocs(r *httprouter.Router, info Info) {
 		w.Header().Set("Cache-Control", "no-cache")
 		_, _ = w.Write(doc())
 	}
-	files := map[string]string{
-		DocsPath:              "docsui/index.html",
-		DocsPath + "/app.js":  "docsui/app.js",
-		DocsPath + "/app.css": "docsui/app.css",
-	}
-	types := map[string]string{
-		"docsui/index.html": "text/html; charset=utf-8",
-		"docsui/app.js":     "text/javascript; charset=utf-8",
-		"docsui/app.css":    "text/css; charset=utf-8",
-	}
-	for path, name := range files {
-		h := func(w http.ResponseWriter, req *http.Request) {
-			data, err := docsFS.ReadFile(name)
-			if err != nil {
-				WriteError(w, req, a.log, err)
-				return
-			}
-			hd := w.Header()
-			hd.Set("Content-Type", types[name])
-			hd.Set("Content-Security-Policy", docsCSP)
-			hd.Set("X-Content-Type-Options", "nosniff")
-			hd.Set("Referrer-Policy", "no-referrer")
-			hd.Set("Cache-Control", "no-cache")
-			_, _ = w.Write(data)
+	ui, err := docsui.New(DocsPath, DocsPath+"/", docsui.Documents("platform"))
+	if err == nil { // fixed, valid arguments: cannot fail
+		for path, h := range ui.Handlers() {
+			a.rawGET(r, path, h.ServeHTTP)
 		}
-		a.rawGET(r, path, h)
 	}
 	a.rawGET(r, DocsOpenAPIPath, openapi)
 }

@@ -44,7 +44,7 @@ type Configuration struct {
 	SecretUpdatedAt          *time.Time `json:"secretUpdatedAt"`
 	PreviousSecretValidUntil *time.Time `json:"previousSecretValidUntil" doc:"the replaced secret also signs deliveries until then"`
 	MaxRetries               *int       `json:"maxRetries" doc:"retries after the first attempt; null uses retry.max-attempts - 1"`
-	RetryDelayMs             *int       `json:"retryDelayMs" doc:"initial backoff; null uses retry.initial-delay-ms"`
+	RetryDelayMs             *int       `json:"retryDelayMs" doc:"initial backoff: the first retry waits at least this long; null uses retry.initial-delay-ms"`
 	TimeoutMs                *int       `json:"timeoutMs" doc:"per-attempt timeout; null uses dispatcher.default-timeout-ms"`
 	FailureThreshold         *int       `json:"failureThreshold" doc:"circuit-breaker failure rate in percent; null uses circuit-breaker.failure-rate-threshold"`
 	Version                  int        `json:"version"`

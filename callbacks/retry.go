@@ -11,8 +11,11 @@ import (
 
 // backoff is the delay after failed attempt number n (1-based): with
 // d = min(maxDelay, initial × multiplier^(n-1)), a uniform draw from
-// [d/2, d] ("equal jitter"), so that endpoints recovering from an outage
-// are not hit by every retry at the same instant.
+// [d, min(1.5·d, maxDelay)]. The jitter only ever lengthens the wait, so
+// that endpoints recovering from an outage are not hit by every retry at the
+// same instant, while no retry comes before its backoff (the first one never
+// before retry.initial-delay-ms or the configuration's retryDelayMs) nor
+// after maxDelay (callbacks/README.md, "Retries"). rnd draws from [0, 1).
 func backoff(n int, initial, maxDelay time.Duration, multiplier float64, rnd func() float64) time.Duration {
 	d := float64(initial) * math.Pow(multiplier, float64(max(n-1, 0)))
 	if d > float64(maxDelay) || math.IsInf(d, 0) || math.IsNaN(d) {
@@ -21,7 +24,7 @@ func backoff(n int, initial, maxDelay time.Duration, multiplier float64, rnd fun
 	if rnd == nil {
 		rnd = rand.Float64
 	}
-	return time.Duration(d/2 + rnd()*d/2)
+	return min(time.Duration(d+rnd()*d/2), maxDelay)
 }
 
 // retryAfter parses a Retry-After header (seconds or an HTTP date) relative

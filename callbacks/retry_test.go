@@ -6,20 +6,66 @@ import (
 	"time"
 )
 
+// TestBackoff: jitter only lengthens the wait: after attempt n the delay is
+// drawn from [d, min(1.5·d, max-delay)], never below d (issue 20, item 14).
 func TestBackoff(t *testing.T) {
 	is := newIs(t)
-	lo, hi := func() float64 { return 0 }, func() float64 { return 0.999999 }
+	lo, mid, hi := func() float64 { return 0 }, func() float64 { return 0.5 }, func() float64 { return 0.999999 }
 	sec := time.Second
-	// d = initial × multiplier^(n-1), capped; drawn from [d/2, d].
-	is.Equal(backoff(1, sec, time.Minute, 2, lo), 500*time.Millisecond)
-	is.True(backoff(1, sec, time.Minute, 2, hi) <= sec)
-	is.True(backoff(1, sec, time.Minute, 2, hi) > 999*time.Millisecond)
-	is.Equal(backoff(3, sec, time.Minute, 2, lo), 2*sec)
-	is.Equal(backoff(10, sec, time.Minute, 2, lo), 30*sec) // capped at max-delay
-	is.True(backoff(10, sec, time.Minute, 2, hi) <= time.Minute)
-	is.Equal(backoff(2, sec, time.Minute, 1, lo), 500*time.Millisecond) // multiplier 1: constant
-	is.Equal(backoff(5000, sec, time.Minute, 10, lo), 30*sec)           // no overflow
-	is.True(backoff(1, sec, time.Minute, 2, nil) >= 500*time.Millisecond)
+	is.Equal(backoff(1, sec, time.Minute, 2, lo), sec) // never before the initial delay
+	is.Equal(backoff(1, sec, time.Minute, 2, mid), 1250*time.Millisecond)
+	is.True(backoff(1, sec, time.Minute, 2, hi) < 1500*time.Millisecond)
+	is.True(backoff(1, sec, time.Minute, 2, hi) > 1499*time.Millisecond)
+	is.Equal(backoff(3, sec, time.Minute, 2, lo), 4*sec)
+	is.Equal(backoff(3, sec, time.Minute, 2, mid), 5*sec)
+	is.True(backoff(6, sec, time.Minute, 2, hi) > 47*sec)       // 32 s + up to 16 s
+	is.Equal(backoff(6, sec, 40*sec, 2, hi), 40*sec)            // jitter stops at max-delay
+	is.Equal(backoff(10, sec, time.Minute, 2, lo), time.Minute) // capped at max-delay
+	is.Equal(backoff(10, sec, time.Minute, 2, hi), time.Minute)
+	is.Equal(backoff(2, sec, time.Minute, 1, lo), sec)             // multiplier 1: constant
+	is.Equal(backoff(5000, sec, time.Minute, 10, lo), time.Minute) // no overflow
+	for range 1000 {
+		d := backoff(1, sec, time.Minute, 2, nil)
+		is.True(d >= sec && d <= 1500*time.Millisecond)
+	}
+}
+
+// TestRetryCountsAndDelay: maxRetries counts the retries after the first
+// attempt and retry.max-attempts counts attempts in all; the first retry is
+// scheduled no sooner than retryDelayMs (issue 20, item 14).
+func TestRetryCountsAndDelay(t *testing.T) {
+	is := newIs(t)
+	h := newHarness(t, fastYAML, map[string]string{"CALLBACK_RETRY_MAX_ATTEMPTS": "2", "CALLBACK_RETRY_MAX_DELAY": "1000"})
+	h.svc.rnd = func() float64 { return 0.5 } // before any event: the dispatcher reads it later
+	rc := newReceiver(t, func(int, *http.Request) (int, http.Header, string) { return 503, nil, "" })
+	h.authorize("127.0.0.1")
+	none := h.createConfig(map[string]any{"name": "none", "url": rc.URL, "subscribedEventTypes": []string{"a"}, "maxRetries": 0})
+	two := h.createConfig(map[string]any{"name": "two", "url": rc.URL, "subscribedEventTypes": []string{"b"}, "maxRetries": 2, "retryDelayMs": 40})
+	def := h.createConfig(map[string]any{"name": "default", "url": rc.URL, "subscribedEventTypes": []string{"c"}})
+	h.createSub(map[string]any{"name": "s", "topicOrQueue": "t"})
+	h.publish("t", "a", "", `{}`)
+	h.publish("t", "b", "", `{}`)
+	h.publish("t", "c", "", `{}`)
+	for _, c := range []struct {
+		cfg      Configuration
+		attempts int
+	}{{none, 1}, {two, 3}, {def, 2}} {
+		var ex []Execution
+		waitFor(t, 10*time.Second, c.cfg.Name+" given up", func() bool {
+			ex = h.executions(eqFilter("configurationId", c.cfg.ID))
+			return len(ex) > 0 && ex[len(ex)-1].State == StateFailedPermanent
+		})
+		is.Equal(len(ex), c.attempts)
+		for i, e := range ex {
+			is.Equal(e.Attempt, i+1)
+			is.Equal(e.MaxAttempts, c.attempts)
+		}
+		if c.cfg.ID == two.ID {
+			// d = 40 ms, then 80 ms; the draw 0.5 adds a quarter of d.
+			is.Equal(ex[0].NextAttemptAt.Sub(*ex[0].FinishedAt), 50*time.Millisecond)
+			is.Equal(ex[1].NextAttemptAt.Sub(*ex[1].FinishedAt), 100*time.Millisecond)
+		}
+	}
 }
 
 func TestRetryAfter(t *testing.T) {

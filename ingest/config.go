@@ -122,6 +122,10 @@ type TopicConfig struct {
 	Suffix             string `yaml:"suffix"`
 	UseProviderAsTopic bool   `yaml:"use-provider-as-topic"`
 	Custom             string `yaml:"custom"`
+	// VerifiedSuffix names the verified topic: the provider topic plus this
+	// suffix ("github.verified") carries the events the processor verified
+	// and deduplicated. Empty: no verified topic.
+	VerifiedSuffix string `yaml:"verified-suffix"`
 }
 
 // RateLimitConfig is a token bucket per provider: limit-for-period tokens
@@ -232,7 +236,7 @@ func DefaultConfig() Config {
 		Batching:           Batching{Enabled: false, MaxBatchSize: 100, MaxWaitTime: config.Duration(time.Second), BufferSize: 1000},
 		Compression:        Compression{Enabled: false, MinSize: 1024, Algorithm: "GZIP", Level: 6},
 		MetadataEnrichment: Enrichment{Enabled: true},
-		Topic:              TopicConfig{UseProviderAsTopic: true},
+		Topic:              TopicConfig{UseProviderAsTopic: true, VerifiedSuffix: ".verified"},
 		RateLimit:          RateLimitConfig{Enabled: true, LimitForPeriod: 20000, LimitRefreshPeriod: config.Duration(time.Second)},
 		Idempotency:        Idempotency{Window: config.Duration(7 * 24 * time.Hour)},
 		Processor: ProcessorSettings{

@@ -40,7 +40,7 @@ func TestDefaultsMatchSpec(t *testing.T) {
 	is.Equal(c.Batching, Batching{Enabled: false, MaxBatchSize: 100, MaxWaitTime: config.Duration(time.Second), BufferSize: 1000})
 	is.Equal(c.Compression, Compression{Enabled: false, MinSize: 1024, Algorithm: "GZIP", Level: 6})
 	is.True(c.MetadataEnrichment.Enabled)
-	is.Equal(c.Topic, TopicConfig{UseProviderAsTopic: true})
+	is.Equal(c.Topic, TopicConfig{UseProviderAsTopic: true, VerifiedSuffix: ".verified"})
 }
 
 // Every scalar key has its derived environment variable.

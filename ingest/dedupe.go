@@ -3,7 +3,6 @@ package ingest
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -25,20 +24,24 @@ const tsFormat = "2006-01-02T15:04:05.000000000Z"
 
 func fmtTime(t time.Time) string { return t.UTC().Format(tsFormat) }
 
-// seen returns the event that first claimed provider's deliveryID within the
-// window, or "" when it is unclaimed (or claimed by eventID itself).
-func (d *dedupeStore) seen(ctx context.Context, provider, deliveryID, eventID string, now time.Time) (string, error) {
+// claimOrFirst claims provider's deliveryID for eventID and returns "", or
+// returns the event that holds an unexpired claim on it: eventID is then a
+// duplicate.
+func (d *dedupeStore) claimOrFirst(ctx context.Context, provider, deliveryID, eventID string, now time.Time) (string, error) {
 	var first string
-	err := d.db.Reader().QueryRowContext(ctx,
-		`SELECT event_id FROM ingest_idempotency WHERE provider = ? AND delivery_id = ? AND expires_at > ?`,
-		provider, deliveryID, now.UnixMilli()).Scan(&first)
-	if errors.Is(err, sql.ErrNoRows) || first == eventID {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("ingest: idempotency lookup: %w", err)
-	}
-	return first, nil
+	err := d.db.Write(ctx, func(tx *sql.Tx) error {
+		first = ""
+		ok, err := d.claim(tx, provider, deliveryID, eventID, now)
+		if err != nil || ok {
+			return err
+		}
+		err = tx.QueryRow(`SELECT event_id FROM ingest_idempotency WHERE provider = ? AND delivery_id = ?`, provider, deliveryID).Scan(&first)
+		if err != nil {
+			return fmt.Errorf("ingest: idempotency lookup: %w", err)
+		}
+		return nil
+	})
+	return first, err
 }
 
 // claim records deliveryID for eventID inside tx. It reports false when

@@ -261,6 +261,9 @@ func (s *Service) Replay(ctx context.Context, eventID string) (DLQEntry, error) 
 		}
 	}
 	h[hReplay] = strconv.Itoa(e.Replays + 1)
+	// Back on the provider topic it is unverified again, whatever it was.
+	h[hType], h[hVerification] = EventType, Unverified
+	delete(h, hDeliveryID)
 	msg := broker.Message{Topic: topic, Key: eventID, Headers: h, Value: e.payload}
 	if err := s.pub.publishNow(ctx, e.Provider, msg); err != nil {
 		s.log.Error("webhook replay failed", "event_id", eventID, "err", err)

@@ -39,6 +39,22 @@ import (
 //	ce_requestid         server request id     } metadata-enrichment.enabled
 //	ce_method, ce_uri, ce_host  request line   }
 //	ce_replay            replay count, set when republished from the DLQ
+//	ce_verification      "unverified" on the provider topic: the webhook was
+//	                     accepted before any signature check, so anyone who
+//	                     can reach the endpoint can put an event there;
+//	                     "verified" on the verified topic (below)
+//
+// Verified topic ({provider topic}{topic.verified-suffix}, default
+// "github.verified"): the processor republishes each event whose signature
+// verified and whose delivery id was not seen before, after claiming the id,
+// with the same key, value and headers except
+//
+//	ce_type              "dev.agentbridge.webhook.verified"
+//	ce_verification      "verified"
+//	ce_deliveryid        the provider's delivery id, when it has one
+//
+// Delivery is at least once: after a crash between the publication and the
+// record, the same event (same ce_id) is published again.
 //
 // Dead-letter messages (topic dlq.topic) carry the same headers as far as
 // they are known, plus:
@@ -53,23 +69,25 @@ import (
 //	dlq-time     when it was dead-lettered
 //	dlq-payload  "omitted" when the value is not the payload (e.g. too large)
 const (
-	hSpecVersion = "ce_specversion"
-	hID          = "ce_id"
-	hSource      = "ce_source"
-	hType        = "ce_type"
-	hTime        = "ce_time"
-	hProvider    = "ce_provider"
-	hDataSize    = "ce_datasize"
-	hContentType = "content-type"
-	hEncoding    = "content-encoding"
-	hUserAgent   = "ce_useragent"
-	hSourceIP    = "ce_sourceip"
-	hRequestID   = "ce_requestid"
-	hMethod      = "ce_method"
-	hURI         = "ce_uri"
-	hHost        = "ce_host"
-	hReplay      = "ce_replay"
-	hHTTPPrefix  = "http-"
+	hSpecVersion  = "ce_specversion"
+	hID           = "ce_id"
+	hSource       = "ce_source"
+	hType         = "ce_type"
+	hTime         = "ce_time"
+	hProvider     = "ce_provider"
+	hDataSize     = "ce_datasize"
+	hContentType  = "content-type"
+	hEncoding     = "content-encoding"
+	hUserAgent    = "ce_useragent"
+	hSourceIP     = "ce_sourceip"
+	hRequestID    = "ce_requestid"
+	hMethod       = "ce_method"
+	hURI          = "ce_uri"
+	hHost         = "ce_host"
+	hReplay       = "ce_replay"
+	hVerification = "ce_verification"
+	hDeliveryID   = "ce_deliveryid"
+	hHTTPPrefix   = "http-"
 
 	hDLQID      = "dlq-id"
 	hDLQStage   = "dlq-stage"
@@ -80,8 +98,14 @@ const (
 	hDLQTime    = "dlq-time"
 	hDLQPayload = "dlq-payload"
 
-	// EventType is the ce_type of every published webhook.
+	// EventType is the ce_type of every webhook on a provider topic.
 	EventType = "dev.agentbridge.webhook.received"
+	// VerifiedEventType is the ce_type of every event on a verified topic.
+	VerifiedEventType = "dev.agentbridge.webhook.verified"
+
+	// Values of ce_verification.
+	Unverified = "unverified"
+	Verified   = "verified"
 )
 
 // Bounds on enrichment values and forwarded headers, so the envelope's
@@ -108,6 +132,10 @@ type Envelope struct {
 	Header http.Header
 	Meta   Metadata
 	Replay int
+	// Verification is Verified on a verified topic, else Unverified.
+	Verification string
+	// DeliveryID is the provider's delivery id (verified topic only).
+	DeliveryID string
 }
 
 // Metadata is the enrichment of a received request.
@@ -173,6 +201,14 @@ func (e *Envelope) headers() map[string]string {
 	h[hID] = e.ID
 	h[hSource] = "/api/v1/webhook/" + e.Provider
 	h[hType] = EventType
+	h[hVerification] = Unverified
+	if e.Verification == Verified {
+		h[hType] = VerifiedEventType
+		h[hVerification] = Verified
+	}
+	if e.DeliveryID != "" {
+		h[hDeliveryID] = e.DeliveryID
+	}
 	h[hTime] = e.ReceivedAt.UTC().Format(time.RFC3339Nano)
 	h[hProvider] = e.Provider
 	h[hDataSize] = strconv.Itoa(e.Size)
@@ -214,7 +250,7 @@ var ErrNotEnvelope = errors.New("ingest: message is not a webhook envelope")
 // stays as published (see Encoding).
 func ParseEnvelope(m broker.Message) (*Envelope, error) {
 	h := m.Headers
-	if h[hSpecVersion] != "1.0" || h[hType] != EventType || h[hID] == "" || h[hProvider] == "" {
+	if h[hSpecVersion] != "1.0" || (h[hType] != EventType && h[hType] != VerifiedEventType) || h[hID] == "" || h[hProvider] == "" {
 		return nil, fmt.Errorf("%w (topic %s, offset %d)", ErrNotEnvelope, m.Topic, m.Offset)
 	}
 	e := &Envelope{
@@ -224,6 +260,10 @@ func ParseEnvelope(m broker.Message) (*Envelope, error) {
 		Encoding:    h[hEncoding],
 		Payload:     m.Value,
 		Header:      http.Header{},
+		// Only the processor publishes verified events; a message merely
+		// claiming to be one on a provider topic is still unverified.
+		Verification: Unverified,
+		DeliveryID:   h[hDeliveryID],
 		Meta: Metadata{
 			UserAgent: h[hUserAgent], SourceIP: h[hSourceIP], RequestID: h[hRequestID],
 			Method: h[hMethod], URI: h[hURI], Host: h[hHost],

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"time"
@@ -105,8 +106,12 @@ func (s *Service) processorTopics() []string {
 }
 
 // process is the processor's broker handler: decode, verify, deduplicate,
-// hand to sinks, record. Verification failures are recorded and
-// dead-lettered, never dropped.
+// hand to sinks, publish to the verified topic, record. Verification
+// failures are recorded and dead-lettered, never dropped.
+//
+// The delivery id is claimed before the sinks run and the verified event is
+// published, so two events of one delivery processed at once cannot both
+// reach them; a redelivery of the claiming event claims it again.
 func (s *Service) process(ctx context.Context, m broker.Message) error {
 	now := s.now()
 	env, err := ParseEnvelope(m)
@@ -135,13 +140,13 @@ func (s *Service) process(ctx context.Context, m broker.Message) error {
 		Topic: m.Topic, ReceivedAt: env.ReceivedAt, ProcessedAt: now}
 
 	if deliveryID != "" {
-		first, err := s.dedupe.seen(ctx, env.Provider, deliveryID, env.ID, now)
+		first, err := s.dedupe.claimOrFirst(ctx, env.Provider, deliveryID, env.ID, now)
 		if err != nil {
 			return err
 		}
 		if first != "" {
 			rec.Status, rec.Reason = StatusDuplicate, "delivery already processed as event "+first
-			return s.finish(ctx, rec, false)
+			return s.finish(ctx, rec)
 		}
 	}
 	ev := Event{ID: env.ID, Provider: env.Provider, DeliveryID: deliveryID, Topic: m.Topic, ReceivedAt: env.ReceivedAt,
@@ -156,24 +161,37 @@ func (s *Service) process(ctx context.Context, m broker.Message) error {
 			}
 		}
 	}
-	return s.finish(ctx, rec, deliveryID != "")
+	if err := s.publishVerified(ctx, m, deliveryID, status); err != nil {
+		return err
+	}
+	return s.finish(ctx, rec)
 }
 
-// finish durably records rec, claiming its delivery id first when claim is
-// set (a concurrent duplicate that lost the race is recorded as such).
-func (s *Service) finish(ctx context.Context, rec Record, claim bool) error {
-	err := s.db.Write(ctx, func(tx *sql.Tx) error {
-		if claim {
-			ok, err := s.dedupe.claim(tx, rec.Provider, rec.DeliveryID, rec.EventID, rec.ProcessedAt)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				rec.Status, rec.Reason = StatusDuplicate, "delivery already processed"
-			}
-		}
-		return writeRecord(tx, rec)
-	})
+// publishVerified republishes a verified event to its verified topic (see
+// envelope.go). Events of type none are not verified and stay on the
+// provider topic only.
+func (s *Service) publishVerified(ctx context.Context, m broker.Message, deliveryID, status string) error {
+	topic := s.cfg.verifiedTopic(m.Headers[hProvider])
+	if status != StatusVerified || topic == "" {
+		return nil
+	}
+	h := maps.Clone(m.Headers)
+	h[hType], h[hVerification] = VerifiedEventType, Verified
+	delete(h, hDeliveryID)
+	if deliveryID != "" {
+		h[hDeliveryID] = deliveryID
+	}
+	msg := broker.Message{Topic: topic, Key: m.Key, Headers: h, Value: m.Value}
+	if err := s.pub.publishNow(ctx, m.Headers[hProvider], msg); err != nil {
+		// Redelivered: the claim is this event's, so it is not a duplicate then.
+		return fmt.Errorf("ingest: publish verified event %s to %s: %w", h[hID], topic, err)
+	}
+	return nil
+}
+
+// finish durably records rec.
+func (s *Service) finish(ctx context.Context, rec Record) error {
+	err := s.db.Write(ctx, func(tx *sql.Tx) error { return writeRecord(tx, rec) })
 	if err != nil {
 		return err
 	}

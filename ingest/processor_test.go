@@ -221,9 +221,12 @@ func TestDedupeWindowAndPurge(t *testing.T) {
 	is.True(claim("e1", now))
 	is.True(claim("e1", now))  // the same event again (redelivery)
 	is.True(!claim("e2", now)) // another event within the window
-	first, err := d.seen(ctx, "github", "dup", "e2", now)
+	first, err := d.claimOrFirst(ctx, "github", "dup", "e2", now)
 	is.NoErr(err)
 	is.Equal(first, "e1")
+	first, err = d.claimOrFirst(ctx, "github", "dup", "e1", now)
+	is.NoErr(err)
+	is.Equal(first, "") // the claiming event itself
 	// Just inside and just past the window.
 	is.True(!claim("e2", now.Add(d.window-time.Millisecond)))
 	is.True(claim("e2", now.Add(d.window)))

@@ -3,6 +3,7 @@ package ingest
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/agentbridge/bridge/store/broker"
 )
@@ -33,7 +34,26 @@ func (c *Config) checkTopic() error {
 	if c.DLQ.Enabled && topic == c.DLQ.Topic {
 		return fmt.Errorf("events would be published to the dead-letter topic %q", topic)
 	}
+	if sfx := c.Topic.VerifiedSuffix; sfx != "" {
+		if strings.HasSuffix(topic, sfx) {
+			return fmt.Errorf("provider topics such as %q end with verified-suffix %q", topic, sfx)
+		}
+		if err := broker.ValidateTopic(topic + sfx); err != nil {
+			return fmt.Errorf("verified-suffix: %w", err)
+		}
+		if c.DLQ.Enabled && topic+sfx == c.DLQ.Topic {
+			return fmt.Errorf("verified events would be published to the dead-letter topic %q", c.DLQ.Topic)
+		}
+	}
 	return nil
+}
+
+// verifiedTopic is the topic of provider's verified events ("" when off).
+func (c *Config) verifiedTopic(provider string) string {
+	if c.Topic.VerifiedSuffix == "" {
+		return ""
+	}
+	return c.Topic.TopicFor(provider) + c.Topic.VerifiedSuffix
 }
 
 // topicFor resolves provider's topic and refuses names the broker cannot
@@ -46,6 +66,16 @@ func (s *Service) topicFor(provider string) (string, error) {
 	}
 	if s.cfg.DLQ.Enabled && topic == s.cfg.DLQ.Topic {
 		return "", fmt.Errorf("%w: %q is the dead-letter topic", broker.ErrInvalidTopic, topic)
+	}
+	// A provider named "github.verified" (possible without name
+	// validation) must not post into github's verified topic.
+	if sfx := s.cfg.Topic.VerifiedSuffix; sfx != "" && strings.HasSuffix(topic, sfx) {
+		return "", fmt.Errorf("%w: %q is a verified topic", broker.ErrInvalidTopic, topic)
+	}
+	if vt := s.cfg.verifiedTopic(provider); vt != "" {
+		if err := broker.ValidateTopic(vt); err != nil {
+			return "", err
+		}
 	}
 	return topic, nil
 }

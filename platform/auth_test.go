@@ -212,3 +212,22 @@ func TestOwnerTokenIsTheSystemPrincipal(t *testing.T) {
 	// It cannot be disabled.
 	h.problem(422, "PF-VALIDATION", h.post("/admin/principals/"+h.ws.SystemID+"/disable", h.localToken(), nil))
 }
+
+// Two Authorization headers are refused wherever the owner token counts,
+// even when the first one is the owner token (the owner check reads only
+// the first).
+func TestRepeatedAuthorizationIsRefused(t *testing.T) {
+	is := is.New(t)
+	h := newHarness(t)
+	two := map[string][]string{"Authorization": {"Bearer " + h.owner, "Bearer " + h.ext.token(t, "mallory", nil)}}
+	p := h.problem(401, "PF-UNAUTHENTICATED", h.do(req{method: "POST", path: "/admin/tenants", body: map[string]string{"name": "x"}, hdrs: two}))
+	is.Equal(p.Diagnostics[0].Code, "token_malformed")
+	h.problem(401, "PF-UNAUTHENTICATED", h.do(req{method: "GET", path: "/admin/principals/" + h.ws.SystemID, hdrs: two}))
+	// The same on the device approval of the built-in provider, which
+	// otherwise answers the unknown user code.
+	form := map[string]string{"Content-Type": "application/x-www-form-urlencoded"}
+	res := h.do(req{method: "POST", path: "/idp/oauth/device/approve", body: "user_code=BCDF-GHJK", hdr: form, hdrs: two})
+	is.Equal(res.status, http.StatusUnauthorized)
+	res = h.do(req{method: "POST", path: "/idp/oauth/device/approve", body: "user_code=BCDF-GHJK", hdr: form, token: h.owner})
+	is.Equal(res.status, http.StatusNotFound)
+}

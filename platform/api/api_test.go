@@ -161,6 +161,9 @@ func newEnv(t testing.TB) *env {
 		return errors.New("database exploded at brg_secret-token-value")
 	}})
 
+	e.a.Handle(r, api.Route{Method: "GET", Path: "/unserved", Access: api.AccessPublic, Handler: func(c *api.Call) error {
+		return api.Errorf(http.StatusNotImplemented, api.CodeUnavailable, "not served here")
+	}})
 	e.a.Handle(r, api.Route{Method: "GET", Path: "/admin/things", Layout: api.Root, Access: api.AccessOwnerOrToken, Handler: func(c *api.Call) error {
 		return c.OK(map[string]bool{"owner": c.Caller.Owner})
 	}})
@@ -340,6 +343,27 @@ func TestInternalErrorsDoNotLeak(t *testing.T) {
 	is.True(!bytes.Contains(r.body, []byte("exploded")))
 	is.True(!bytes.Contains(r.body, []byte("brg_")))
 	is.True(strings.Contains(e.logs.String(), r.header.Get(api.HeaderRequestID)))
+}
+
+// Only the server's own failures are logged at ERROR: a client's bad
+// request is DEBUG, a deliberate 5xx answer WARN.
+func TestClientErrorsAreNotLoggedAsErrors(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t)
+	r := e.call(t, "POST", "/api/v1/tenants/"+tenantA+"/things", "alice", `{"name":"a","name":"b"}`, key("log-1"))
+	is.Equal(r.status, 422)
+	r = e.call(t, "GET", "/api/v1/tenants/"+tenantA+"/things?limit=0", "alice", "", nil)
+	is.Equal(r.status, 422)
+	r = e.call(t, "GET", "/api/v1/tenants/"+tenantA+"/things", "", "", nil)
+	is.Equal(r.status, 401)
+	is.Equal(e.logs.String(), "") // DEBUG is below the handler's level
+	r = e.call(t, "GET", "/api/v1/unserved", "", "", nil)
+	is.Equal(r.status, 501)
+	is.True(strings.Contains(e.logs.String(), "level=WARN"))
+	is.True(!strings.Contains(e.logs.String(), "level=ERROR"))
+	r = e.call(t, "GET", "/api/v1/boom", "", "", nil)
+	is.Equal(r.status, 500)
+	is.True(strings.Contains(e.logs.String(), "level=ERROR"))
 }
 
 func TestOwnerOnlyWhereDeclared(t *testing.T) {

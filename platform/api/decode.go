@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/agentbridge/bridge/httpx"
 )
 
 // Limits of DecodeStrict.
@@ -21,7 +23,8 @@ const (
 )
 
 // DecodeStrict decodes a JSON body into dst (a pointer) by the platform's
-// rules: exactly one JSON value, no duplicate object keys, no property the
+// rules: exactly one JSON value in valid UTF-8 without lone surrogate
+// escapes, no duplicate object keys, no property the
 // target does not declare (names match exactly, not case-insensitively),
 // every value of the declared type (no null except for pointers and any),
 // integers within range, and every field tagged `api:"required"` present.
@@ -40,6 +43,16 @@ func DecodeStrict(data []byte, dst any) error {
 	root, err := parseJSON(data)
 	if err != nil {
 		return err
+	}
+	// What encoding/json would silently replace with U+FFFD is refused
+	// (docs/platform-api.md, "Shared rules"); duplicate keys were refused
+	// above, with their JSON Pointer.
+	if err := httpx.CheckJSON(data); err != nil {
+		var je *httpx.JSONError
+		if !errors.As(err, &je) {
+			return err
+		}
+		return bodyInvalid(Diagnostic{Code: "encoding", Message: fmt.Sprintf("%s at byte %d", je.Reason, je.Offset)})
 	}
 	d := &decoder{}
 	d.assign(root, rv.Elem(), "")

@@ -47,6 +47,8 @@ func TestDecodeStrictAccepts(t *testing.T) {
 	is.Equal(string(b.Raw), `{"keep":1}`)
 	is.Equal(b.When, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	is.Equal(b.Size, uint16(65535))
+	is.NoErr(api.DecodeStrict([]byte(`{"name":"\ud83d\ude00 é"}`), &b)) // a surrogate pair is one character
+	is.Equal(b.Name, "😀 é")
 	five := 5
 	is.NoErr(api.DecodeStrict([]byte(`{"name":"n","maybe":5}`), &b))
 	is.Equal(*b.Maybe, five)
@@ -69,6 +71,13 @@ func TestDecodeStrictRefuses(t *testing.T) {
 		{`{"name":"a","nope":1}`, "unknown_field", "/nope"},
 		{`{"NAME":"a","name":"a"}`, "unknown_field", "/NAME"},
 		{`{"name":"a","name":"b"}`, "duplicate_key", "/name"},
+		{`{"name":"a","\u006eame":"b"}`, "duplicate_key", "/name"},
+		{`{"name":"a","labels":{"k":"x","k":"y"}}`, "duplicate_key", "/labels/k"},
+		{"{\"name\":\"a\xff\"}", "encoding", ""},
+		{"{\"name\":\"a\",\"labels\":{\"\xc3\":1}}", "encoding", ""},
+		{`{"name":"\ud800"}`, "encoding", ""},
+		{`{"name":"\udc00x"}`, "encoding", ""},
+		{`{"name":"a","tags":["\ud83d\u0041"]}`, "encoding", ""},
 		{`{"name":"a","scope":{"tenant":"t","tenant":"u"}}`, "duplicate_key", "/scope/tenant"},
 		{`{"name":null}`, "type", "/name"},
 		{`{"name":1}`, "type", "/name"},

@@ -136,11 +136,22 @@ func asError(err error) *Error {
 }
 
 // WriteError writes err as a problem+json body carrying the request id. A
-// 5xx cause is logged with the request id; its text never reaches the client.
+// 500 is the server's fault: its cause is logged at ERROR with the request
+// id, and its text never reaches the client. A deliberate 5xx answer (501
+// PF-UNAVAILABLE, 503 PF-COMPATIBILITY, ...) is logged at WARN, and a
+// client's 4xx only at DEBUG: bad input is not an error of the service.
 func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	e := asError(err)
-	if e.Status >= 500 && log != nil && !errors.Is(err, context.Canceled) {
-		log.Error("platform request failed", "method", r.Method, "path", r.URL.Path, "request_id", RequestID(r), "err", err)
+	if log != nil && !errors.Is(err, context.Canceled) {
+		level := slog.LevelDebug
+		switch {
+		case e.Status == http.StatusInternalServerError:
+			level = slog.LevelError
+		case e.Status >= 500:
+			level = slog.LevelWarn
+		}
+		log.Log(r.Context(), level, "platform request failed", "method", r.Method, "path", r.URL.Path,
+			"status", e.Status, "code", e.Code, "request_id", RequestID(r), "err", err)
 	}
 	diags := make([]any, len(e.Diagnostics))
 	for i, d := range e.Diagnostics {

@@ -156,6 +156,25 @@ func sign(t testing.TB, key any, alg jose.SignatureAlgorithm, kid string, claims
 	return tok
 }
 
+// signRaw signs payload bytes as they are (sign re-encodes a claims map,
+// which cannot repeat a claim).
+func signRaw(t testing.TB, key any, kid, payload string) string {
+	t.Helper()
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key}, (&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", kid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := signer.Sign([]byte(payload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := obj.CompactSerialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
 // newTestVerifier builds a verifier for testIssuer fetching from srv.
 func newTestVerifier(t testing.TB, url string, clock *fakeClock, mod ...func(*Issuer)) *Verifier {
 	t.Helper()

@@ -19,6 +19,8 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/google/uuid"
+
+	"github.com/agentbridge/bridge/httpx"
 )
 
 // Paths served by IdP.Handler, relative to the issuer URL. Mount the handler
@@ -46,6 +48,9 @@ const (
 	slowDownStep = 5 * time.Second
 	// maxFormBytes bounds IdP request bodies; the forms are tiny.
 	maxFormBytes = 16 << 10
+	// codeRequestTooLarge is the platform's code for an oversized body
+	// (platform/api.CodeRequestTooLarge, which this package cannot import).
+	codeRequestTooLarge = "PF-REQUEST-TOO-LARGE"
 	// userCodeAlphabet is RFC 8628's recommended consonant-only set: no
 	// vowels (no accidental words) and no easily confused characters.
 	userCodeAlphabet = "BCDFGHJKLMNPQRSTVWXZ"
@@ -376,6 +381,14 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func parseForm(w http.ResponseWriter, r *http.Request) (url.Values, bool) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	if err := r.ParseForm(); err != nil {
+		// An oversized body is no OAuth error but the platform's 413
+		// (docs/platform-api.md, "Built-in identity provider").
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			httpx.WriteProblem(w, r, &httpx.Problem{Status: http.StatusRequestEntityTooLarge, Code: codeRequestTooLarge,
+				Message: fmt.Sprintf("request body exceeds %d bytes", mbe.Limit)})
+			return nil, false
+		}
 		oauthError(w, http.StatusBadRequest, "invalid_request", "unreadable form body")
 		return nil, false
 	}
@@ -560,8 +573,11 @@ func (p *IdP) serveApprove(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	// One Authorization header: an approver reading the first of two
+	// must not be offered a choice.
+	_, repeated := httpx.SingleHeader(r.Header, "Authorization")
 	subject, ok := p.approver(r)
-	if !ok {
+	if repeated != nil || !ok {
 		w.Header().Set("WWW-Authenticate", "Bearer")
 		oauthError(w, http.StatusUnauthorized, "unauthorized", "owner authentication required")
 		return

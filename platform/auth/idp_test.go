@@ -262,6 +262,32 @@ func TestIdPDeviceFlowErrors(t *testing.T) {
 	})
 }
 
+// An oversized form is 413 problem+json, on every form endpoint.
+func TestIdPOversizedBodyIs413(t *testing.T) {
+	is := is.New(t)
+	h := newIdPHarness(t, testKeys()[0], nil)
+	big := url.Values{"grant_type": {GrantTypeDeviceCode}, "client_id": {h.clientID},
+		"device_code": {strings.Repeat("x", 10<<20)}}
+	for _, path := range []string{PathToken, PathDeviceCode} {
+		req, err := http.NewRequest(http.MethodPost, h.srv.URL+path, strings.NewReader(big.Encode()))
+		is.NoErr(err)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		resp, err := h.srv.Client().Do(req)
+		is.NoErr(err)
+		var p map[string]any
+		is.NoErr(json.NewDecoder(resp.Body).Decode(&p))
+		resp.Body.Close()
+		is.Equal(resp.StatusCode, http.StatusRequestEntityTooLarge)
+		is.Equal(resp.Header.Get("Content-Type"), "application/problem+json")
+		is.Equal(p["code"], "PF-REQUEST-TOO-LARGE")
+		is.Equal(p["status"], float64(413))
+	}
+	// A small unreadable form is still the OAuth error.
+	status, body := h.post(t, PathToken, url.Values{"grant_type": {"password"}, "client_id": {h.clientID}}, "")
+	is.Equal(status, http.StatusBadRequest)
+	is.Equal(body["error"], "unsupported_grant_type")
+}
+
 func TestIdPDiscoveryAndJWKS(t *testing.T) {
 	is := is.New(t)
 	h := newIdPHarness(t, testKeys()[0], nil)

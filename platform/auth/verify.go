@@ -17,6 +17,8 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/agentbridge/bridge/httpx"
 )
 
 const (
@@ -216,15 +218,14 @@ func (v *Verifier) Refresh(ctx context.Context, issuer string) error {
 // BearerToken extracts the token from an "Authorization: Bearer" header.
 // Exactly one Authorization header is accepted.
 func BearerToken(r *http.Request) (string, error) {
-	vals := r.Header.Values("Authorization")
-	switch len(vals) {
-	case 0:
-		return "", reject(ReasonMissing, nil)
-	case 1:
-	default:
-		return "", reject(ReasonMalformed, errors.New("several Authorization headers"))
+	val, err := httpx.SingleHeader(r.Header, "Authorization")
+	if err != nil {
+		return "", reject(ReasonMalformed, err)
 	}
-	scheme, tok, ok := strings.Cut(vals[0], " ")
+	if val == "" {
+		return "", reject(ReasonMissing, nil)
+	}
+	scheme, tok, ok := strings.Cut(val, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return "", reject(ReasonMalformed, errors.New("not a Bearer authorization"))
 	}
@@ -268,9 +269,16 @@ func (v *Verifier) Verify(ctx context.Context, rawToken string) (*Claims, error)
 	header := jws.Signatures[0].Header
 	alg := jose.SignatureAlgorithm(header.Algorithm)
 
+	payload := jws.UnsafePayloadWithoutVerification()
 	raw := make(map[string]any, 16)
-	if err := json.Unmarshal(jws.UnsafePayloadWithoutVerification(), &raw); err != nil || raw == nil {
+	if err := json.Unmarshal(payload, &raw); err != nil || raw == nil {
 		return nil, reject(ReasonMalformed, errors.New("payload is not a JSON object"))
+	}
+	// encoding/json keeps the last of repeated claims, and another
+	// verifier might keep the first: such a token means two things, so it
+	// means nothing. Invalid UTF-8 and lone surrogates likewise.
+	if err := httpx.CheckJSON(payload); err != nil {
+		return nil, reject(ReasonMalformed, err)
 	}
 	c, st, err := v.checkClaims(raw, alg)
 	if err != nil {

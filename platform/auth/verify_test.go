@@ -156,6 +156,13 @@ func TestVerifyRejections(t *testing.T) {
 		t.Fatal(err)
 	}
 	tampered := parts[0] + "." + b64(string(tamperedPayload)) + "." + parts[2]
+	// Validly signed payloads that read differently to different parsers:
+	// a repeated claim (encoding/json keeps the last), invalid UTF-8, a
+	// lone surrogate.
+	repeated := func(claim, extra string) string {
+		t.Helper()
+		return signRaw(t, k0, "k0", strings.Replace(string(payload), "{", `{"`+claim+`":`+extra+`,`, 1))
+	}
 
 	cases := []struct {
 		name string
@@ -197,6 +204,12 @@ func TestVerifyRejections(t *testing.T) {
 		{"sub missing", withClaims(func(m map[string]any) { delete(m, "sub") }), ReasonSubject},
 		{"sub not a string", withClaims(func(m map[string]any) { m["sub"] = 42 }), ReasonMalformed},
 		{"tampered payload", tampered, ReasonSignature},
+		{"sub repeated", repeated("sub", `"admin"`), ReasonMalformed},
+		{"aud repeated", repeated("aud", `"other-api"`), ReasonMalformed},
+		{"exp repeated", repeated("exp", "1"), ReasonMalformed},
+		{"claim repeated through an escape", repeated(`\u0073ub`, `"admin"`), ReasonMalformed},
+		{"invalid UTF-8", repeated("name", "\"\xff\""), ReasonMalformed},
+		{"lone surrogate", repeated("name", `"\ud800"`), ReasonMalformed},
 		{"signed by foreign key under known kid", sign(t, keys[2], jose.RS256, "k0", validClaims(now)), ReasonSignature},
 		{"no kid with two keys", sign(t, k0, jose.RS256, "", validClaims(now)), ReasonKeyIDRequired},
 		{"EC key for RS256", sign(t, k0, jose.RS256, "ec", validClaims(now)), ReasonKeyMismatch},

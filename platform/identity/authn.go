@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/agentbridge/bridge/httpx"
 	"github.com/agentbridge/bridge/platform/api"
 	"github.com/agentbridge/bridge/platform/auth"
 )
@@ -22,6 +23,12 @@ const (
 // token authenticates the built-in system principal instead.
 func (s *Service) Authenticate(r *http.Request, acceptOwner bool) (*api.Caller, error) {
 	ctx := r.Context()
+	// Two Authorization headers are refused before either is looked at:
+	// the owner check would read only the first (docs/platform-api.md,
+	// "Authentication").
+	if _, err := httpx.SingleHeader(r.Header, "Authorization"); err != nil {
+		return nil, api.Unauthenticated(string(auth.ReasonMalformed))
+	}
 	if acceptOwner && s.isOwner != nil && s.isOwner(r) {
 		e, err := s.entry(r, subjectKey{OwnerIssuer, OwnerSubject})
 		if err != nil {

@@ -57,6 +57,12 @@ func (s *Service) serve(rt route) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
 		if !rt.public {
 			w.Header().Set("Cache-Control", "no-store")
+			// Two Authorization headers are refused rather than judged by
+			// the first (callbacks/README.md, "Authentication").
+			if _, err := httpx.SingleHeader(r.Header, "Authorization"); err != nil {
+				s.writeError(w, r, &Error{Code: EBadRequest, Message: err.Error()})
+				return
+			}
 			if !s.isOwner(r) {
 				s.writeError(w, r, &Error{Code: EUnauthorized, Message: "this API needs the owner token: Authorization: Bearer <contents of owner.token>"})
 				return
@@ -121,10 +127,21 @@ func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	httpx.WriteProblem(w, r, p)
 }
 
+// decodeBody reads a request body strictly: JSON content type, at most
+// maxBodyBytes, one value, and none of what encoding/json would let through
+// silently (duplicate keys, invalid UTF-8, lone surrogates: httpx.CheckJSON);
+// then no unknown fields.
 func decodeBody[T any](w http.ResponseWriter, r *http.Request) (T, error) {
 	var v T
-	err := httpx.DecodeJSON(w, r, &v, httpx.DecodeOptions{MaxBytes: maxBodyBytes})
-	return v, err
+	var raw json.RawMessage
+	opts := httpx.DecodeOptions{MaxBytes: maxBodyBytes}
+	if err := httpx.DecodeJSON(w, r, &raw, opts); err != nil {
+		return v, err
+	}
+	if err := httpx.CheckJSON(raw); err != nil {
+		return v, &Error{Code: EBadRequest, Message: err.Error()}
+	}
+	return v, httpx.DecodeBytes(raw, &v, opts)
 }
 
 // pathID reads the :id parameter; a value that is not a UUID names nothing.

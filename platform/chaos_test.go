@@ -24,7 +24,6 @@ import (
 
 	"github.com/agentbridge/bridge/daemon"
 	"github.com/agentbridge/bridge/platform/engine"
-	"github.com/agentbridge/bridge/platform/identity"
 )
 
 // Chaos test: a daemon process is killed with SIGKILL at random points
@@ -37,7 +36,10 @@ const (
 	chaosDirEnv  = "PLATFORM_CHAOS_DIR"
 	chaosPortEnv = "PLATFORM_CHAOS_PORT"
 	chaosJWKSEnv = "PLATFORM_CHAOS_JWKS"
-	chaosRuns    = 100
+	// chaosClockEnv names a file holding the daemon's fake time (RFC
+	// 3339), read at every tick (schedule tests).
+	chaosClockEnv = "PLATFORM_CHAOS_CLOCK"
+	chaosRuns     = 100
 )
 
 const (
@@ -108,6 +110,9 @@ func TestChaosChildDaemon(t *testing.T) {
 	port, _ := strconv.Atoi(os.Getenv(chaosPortEnv))
 	h := &harness{t: t, dir: dir, port: port, env: map[string]string{}, hc: &http.Client{Timeout: 30 * time.Second},
 		ext: &extIdP{srv: &httptest.Server{URL: os.Getenv(chaosJWKSEnv)}}}
+	if f := os.Getenv(chaosClockEnv); f != "" {
+		h.now = func() time.Time { return readClock(t, f) }
+	}
 	h.start()
 	ws, _ := json.Marshal(h.ws)
 	tmp := filepath.Join(dir, "ws.tmp")
@@ -126,6 +131,7 @@ type chaosDaemon struct {
 	dir  string
 	port int
 	jwks string
+	env  []string // more environment of the daemon process
 	cmd  *exec.Cmd
 }
 
@@ -134,6 +140,7 @@ func (c *chaosDaemon) start() {
 	_ = os.Remove(filepath.Join(c.dir, "ws.json"))
 	cmd := exec.Command(os.Args[0], "-test.run=^TestChaosChildDaemon$")
 	cmd.Env = append(os.Environ(), chaosDirEnv+"="+c.dir, chaosPortEnv+"="+strconv.Itoa(c.port), chaosJWKSEnv+"="+c.jwks)
+	cmd.Env = append(cmd.Env, c.env...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		c.t.Fatal(err)
@@ -149,6 +156,24 @@ func (c *chaosDaemon) start() {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// client is a harness that calls the daemon process.
+func (c *chaosDaemon) client(ext *extIdP) *harness {
+	t := c.t
+	h := &harness{t: t, dir: c.dir, ext: ext, base: "http://127.0.0.1:" + strconv.Itoa(c.port), env: map[string]string{},
+		hc: &http.Client{Timeout: 10 * time.Second}}
+	raw, err := os.ReadFile(filepath.Join(c.dir, "ws.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &h.ws); err != nil {
+		t.Fatal(err)
+	}
+	if h.owner, err = daemon.ReadOwnerToken(filepath.Join(c.dir, daemon.OwnerTokenFile)); err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
 
 func (c *chaosDaemon) kill() {
@@ -200,20 +225,7 @@ func TestSigkillRunsReachTheirFinalState(t *testing.T) {
 	d.start()
 	defer func() { d.kill() }()
 
-	h := &harness{t: t, dir: d.dir, ext: ext, base: "http://127.0.0.1:" + strconv.Itoa(port), env: map[string]string{},
-		hc: &http.Client{Timeout: 10 * time.Second}}
-	raw, err := os.ReadFile(filepath.Join(d.dir, "ws.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ws identity.LocalWorkspace
-	if err := json.Unmarshal(raw, &ws); err != nil {
-		t.Fatal(err)
-	}
-	h.ws = ws
-	if h.owner, err = daemon.ReadOwnerToken(filepath.Join(d.dir, daemon.OwnerTokenFile)); err != nil {
-		t.Fatal(err)
-	}
+	h := d.client(ext)
 	op := h.localToken()
 	h.grant(h.link("worker", "chaos-worker"), h.localScope(), "worker")
 	worker := ext.token(t, "chaos-worker", nil)

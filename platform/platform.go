@@ -175,7 +175,7 @@ func New(ctx context.Context, d daemon.Deps, o Options) (*Service, error) {
 	if s.activate, err = activation.New(activation.Options{DB: d.DB, Logger: log, Now: now}); err != nil {
 		return nil, err
 	}
-	if s.engine, err = engine.New(engine.Options{DB: d.DB, Logger: log, Now: now, Publisher: d.Broker}); err != nil {
+	if s.engine, err = engine.New(engine.Options{DB: d.DB, Box: d.Box, Logger: log, Now: now, Publisher: d.Broker}); err != nil {
 		return nil, err
 	}
 	standing := func(ctx context.Context, principal string, c auth.Capability, sc auth.Scope) (auth.Decision, error) {

@@ -92,7 +92,7 @@ func (s *Service) replay(c *api.Call) error {
 	}
 	var history []kernel.Event
 	for after := int64(0); ; {
-		rows, err := listEvents(c.Context(), q, r.ID, after, 1000)
+		rows, err := s.listEvents(c.Context(), q, r.ID, after, 1000)
 		if err != nil {
 			return err
 		}

@@ -117,7 +117,7 @@ func (s *Service) startChild(ctx context.Context, tx *sql.Tx, caller *runRow, c 
 	if c == nil {
 		return nil
 	}
-	if _, err := getRun(ctx, tx, "", c.ID); err == nil {
+	if _, err := s.getRun(ctx, tx, "", c.ID); err == nil {
 		return nil // already started (an effect is idempotent by its id)
 	} else if !errors.Is(err, errNotFound) {
 		return err
@@ -159,7 +159,7 @@ func (s *Service) cancelChild(ctx context.Context, tx *sql.Tx, caller *runRow, c
 	if reason == "" {
 		reason = "the calling run cancelled its workflow step"
 	}
-	child, err := getRun(ctx, tx, "", c.ID)
+	child, err := s.getRun(ctx, tx, "", c.ID)
 	if errors.Is(err, errNotFound) || (err == nil && child.State.Status.Terminal()) {
 		return nil
 	}
@@ -213,8 +213,14 @@ func (s *Service) enqueue(ctx context.Context, tx *sql.Tx, id string, e kernel.E
 	if err != nil {
 		return fmt.Errorf("engine: encode event: %w", err)
 	}
+	// Sealed always: which values of the event are secret is the receiving
+	// run's program's to say, and held events are few.
+	sealed, err := s.seal.seal(raw, inboxAD(id))
+	if err != nil {
+		return err
+	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO platform_run_inbox(run_id, event, created_at) VALUES (?, ?, ?)`,
-		id, string(raw), s.timestamp().UnixMilli()); err != nil {
+		id, sealed, s.timestamp().UnixMilli()); err != nil {
 		return fmt.Errorf("engine: hold event for run %s: %w", id, err)
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE platform_runs SET needs_work = 1 WHERE id = ?`, id); err != nil {
@@ -229,7 +235,7 @@ func (s *Service) enqueue(ctx context.Context, tx *sql.Tx, id string, e kernel.E
 // the event was held. A kernel refusal is returned as *kernel.Error and
 // writes nothing. The caller wakes the loop (Notify) after the commit.
 func (s *Service) Deliver(ctx context.Context, tx *sql.Tx, env, id string, e kernel.Event) (runRow, *program, bool, error) {
-	r, err := getRun(ctx, tx, env, id)
+	r, err := s.getRun(ctx, tx, env, id)
 	if err != nil {
 		return r, nil, false, err
 	}

@@ -230,7 +230,7 @@ func (s *Service) read(c *api.Call, q querier) (runRow, *program, error) {
 	if err := requireEnvironment(ctx, q, sc); err != nil {
 		return runRow{}, nil, err
 	}
-	r, err := getRun(ctx, q, sc.Environment, id)
+	r, err := s.getRun(ctx, q, sc.Environment, id)
 	if errors.Is(err, errNotFound) {
 		return r, nil, api.NotFound("run")
 	}
@@ -298,7 +298,7 @@ func (s *Service) history(c *api.Call) error {
 	if err := requireEnvironment(ctx, r, sc); err != nil {
 		return err
 	}
-	run, err := getRun(ctx, r, sc.Environment, id)
+	run, err := s.getRun(ctx, r, sc.Environment, id)
 	if errors.Is(err, errNotFound) {
 		return api.NotFound("run")
 	} else if err != nil {
@@ -308,7 +308,7 @@ func (s *Service) history(c *api.Call) error {
 	if err != nil {
 		return err
 	}
-	rows, err := listEvents(ctx, r, id, after, q.Fetch())
+	rows, err := s.listEvents(ctx, r, id, after, q.Fetch())
 	if err != nil {
 		return err
 	}

@@ -365,7 +365,7 @@ func (s *Service) completeHumanTask(c *api.Call) error {
 				h.ID, strings.Join(h.Assignees, ", "))
 		}
 		e := kernel.Event{Kind: kernel.EventHumanCompleted, TaskID: h.ID, Decision: req.Decision, Data: data, CompletedBy: by}
-		r, err := getRun(ctx, tx, h.Environment, h.RunID)
+		r, err := s.getRun(ctx, tx, h.Environment, h.RunID)
 		if err != nil {
 			return h, err
 		}

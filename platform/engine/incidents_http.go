@@ -186,7 +186,7 @@ func (s *Service) listIncidents(c *api.Call) error {
 	for _, x := range refs {
 		r, ok := runs[x.run]
 		if !ok {
-			if r, err = getRun(ctx, rd, sc.Environment, x.run); err != nil && !errors.Is(err, errLegacy) {
+			if r, err = s.getRun(ctx, rd, sc.Environment, x.run); err != nil && !errors.Is(err, errLegacy) {
 				return err
 			}
 			runs[x.run] = r
@@ -294,7 +294,7 @@ func (s *Service) resolve(c *api.Call) error {
 		if res, err := replayReceipt(ctx, tx, req.ReceiptID, by, hash); res != nil || err != nil {
 			return res, err
 		}
-		r, err := getRun(ctx, tx, sc.Environment, runID)
+		r, err := s.getRun(ctx, tx, sc.Environment, runID)
 		if err != nil {
 			return nil, err
 		}

@@ -85,7 +85,7 @@ func TestLoopSleepsUntilTheNextDueTime(t *testing.T) {
 	is := is.New(t)
 	db := schedulerDB(t)
 	ctx := context.Background()
-	s, err := New(Options{DB: db})
+	s, err := New(Options{DB: db, Box: testBox(t)})
 	is.NoErr(err)
 	exec := func(q string, args ...any) {
 		is.NoErr(db.Write(ctx, func(tx *sql.Tx) error { _, err := tx.Exec(q, args...); return err }))

@@ -17,6 +17,7 @@ import (
 	"github.com/agentbridge/bridge/platform/kernel"
 	"github.com/agentbridge/bridge/store"
 	"github.com/agentbridge/bridge/store/broker"
+	"github.com/agentbridge/bridge/store/secretbox"
 )
 
 // Scheduler limits (spec 2, "Limits"): how often the loop looks for due
@@ -48,6 +49,8 @@ type Options struct {
 	// HTTPClient makes the http adapter's requests (nil: a client that
 	// follows no redirects and uses no proxy).
 	HTTPClient *http.Client
+	// Box seals the run values that hold secrets at rest (required).
+	Box *secretbox.Box
 }
 
 // Service runs workflows: it owns runs, their events and timers.
@@ -59,6 +62,7 @@ type Service struct {
 	wake  chan struct{}
 	pub   broker.Publisher
 	http  *http.Client
+	seal  sealer
 
 	mu       sync.Mutex
 	programs map[string]*program // by published version id
@@ -80,6 +84,9 @@ func New(o Options) (*Service, error) {
 	if o.DB == nil {
 		return nil, errors.New("engine: Options.DB is required")
 	}
+	if o.Box == nil {
+		return nil, errors.New("engine: Options.Box is required")
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -93,7 +100,7 @@ func New(o Options) (*Service, error) {
 		o.HTTPClient = defaultHTTPClient()
 	}
 	s := &Service{db: o.DB, log: o.Logger, now: o.Now, newID: o.NewID, wake: make(chan struct{}, 1),
-		pub: o.Publisher, http: o.HTTPClient, programs: map[string]*program{}, inFlight: map[string]context.CancelFunc{}}
+		pub: o.Publisher, http: o.HTTPClient, seal: sealer{o.Box}, programs: map[string]*program{}, inFlight: map[string]context.CancelFunc{}}
 	s.dispatchPending.Store(true)
 	s.outboxPending.Store(true)
 	return s, nil
@@ -138,7 +145,7 @@ func (s *Service) apply(ctx context.Context, tx *sql.Tx, r *runRow, p *program, 
 		}
 		work = held
 	}
-	if err := saveStep(ctx, tx, r.ID, prev, st, e, effects, work); err != nil {
+	if err := s.saveStep(ctx, tx, r.ID, prev, st, e, effects, work, !p.sec.none); err != nil {
 		return nil, err
 	}
 	if err := indexIncidents(ctx, tx, r.ID, r.Environment, effects); err != nil {
@@ -351,7 +358,7 @@ func (s *Service) logErr(ctx context.Context, what string, err error) {
 
 // load reads a run and its program inside tx.
 func (s *Service) load(ctx context.Context, tx *sql.Tx, id string) (runRow, *program, error) {
-	r, err := getRun(ctx, tx, "", id)
+	r, err := s.getRun(ctx, tx, "", id)
 	if err != nil {
 		return r, nil, err
 	}
@@ -396,7 +403,7 @@ func (s *Service) inline(ctx context.Context, tx *sql.Tx, r *runRow) error {
 			break
 		}
 	}
-	fresh, err := getRun(ctx, tx, "", r.ID)
+	fresh, err := s.getRun(ctx, tx, "", r.ID)
 	if err != nil {
 		return err
 	}
@@ -421,7 +428,7 @@ func (s *Service) step1(ctx context.Context, tx *sql.Tx, id string) (bool, error
 	if work == 0 || r.Paused {
 		return false, nil
 	}
-	e, held, ok, err := nextHeld(ctx, tx, id)
+	e, held, ok, err := s.nextHeld(ctx, tx, id)
 	if err != nil {
 		return false, err
 	}

@@ -37,7 +37,7 @@ func (s *Service) planStart(ctx context.Context, sc auth.Scope, req StartRequest
 		return nil, err
 	}
 	if parent != "" {
-		if _, err := getRun(ctx, r, sc.Environment, parent); errors.Is(err, errNotFound) {
+		if _, err := s.getRun(ctx, r, sc.Environment, parent); errors.Is(err, errNotFound) {
 			return nil, api.NotFound("run")
 		} else if err != nil {
 			return nil, err
@@ -68,7 +68,7 @@ func (s *Service) commitStart(ctx context.Context, tx *sql.Tx, pl *startPlan, by
 	}
 	var parentID *string
 	if parent != "" {
-		pr, err := getRun(ctx, tx, sc.Environment, parent)
+		pr, err := s.getRun(ctx, tx, sc.Environment, parent)
 		if err != nil {
 			return runRow{}, err
 		}
@@ -174,7 +174,7 @@ func (s *Service) StartActivated(ctx context.Context, st LocalStart) (RunInfo, e
 // ReadRun reads any run by id (ErrRunNotFound when there is none).
 func (s *Service) ReadRun(ctx context.Context, id string) (RunInfo, error) {
 	r := s.db.Reader()
-	run, err := getRun(ctx, r, "", id)
+	run, err := s.getRun(ctx, r, "", id)
 	if errors.Is(err, errNotFound) {
 		return RunInfo{}, fmt.Errorf("%w: no run %s", ErrRunNotFound, id)
 	}
@@ -199,7 +199,7 @@ func (s *Service) ReadRun(ctx context.Context, id string) (RunInfo, error) {
 // when the task is no longer pending: its outcome is ignored then).
 func (s *Service) CheckAgentOutput(ctx context.Context, runID, taskID string, output json.RawMessage) error {
 	r := s.db.Reader()
-	run, err := getRun(ctx, r, "", runID)
+	run, err := s.getRun(ctx, r, "", runID)
 	if errors.Is(err, errNotFound) {
 		return nil
 	}

@@ -58,7 +58,7 @@ const runCols = `r.id, r.tenant_id, r.project_id, r.environment_id, r.activation
 
 const runFrom = ` FROM platform_runs r JOIN platform_activations a ON a.id = r.activation_id`
 
-func scanRun(sc interface{ Scan(...any) error }) (runRow, error) {
+func (sl sealer) scanRun(sc interface{ Scan(...any) error }) (runRow, error) {
 	var r runRow
 	var parent, corr, biz, caller, callerChild sql.NullString
 	var state, status string
@@ -68,7 +68,8 @@ func scanRun(sc interface{ Scan(...any) error }) (runRow, error) {
 		return r, err
 	}
 	r.CallerRunID, r.CallerChildID = nullable(caller), nullable(callerChild)
-	if err := json.Unmarshal([]byte(state), &r.State); err != nil || r.State.Format != kernel.StateFormat {
+	plain, err := sl.open(state, stateAD(r.ID))
+	if err != nil || json.Unmarshal(plain, &r.State) != nil || r.State.Format != kernel.StateFormat {
 		r.Legacy = true
 		r.State = kernel.State{RunID: r.ID, Status: kernel.Status(status), Seq: seq}
 	}
@@ -85,14 +86,14 @@ func nullable(s sql.NullString) *string {
 }
 
 // getRun reads a run of the environment ("" for any environment).
-func getRun(ctx context.Context, q querier, env, id string) (runRow, error) {
+func (s *Service) getRun(ctx context.Context, q querier, env, id string) (runRow, error) {
 	query := `SELECT ` + runCols + runFrom + ` WHERE r.id = ?`
 	args := []any{id}
 	if env != "" {
 		query += ` AND r.environment_id = ?`
 		args = append(args, env)
 	}
-	r, err := scanRun(q.QueryRowContext(ctx, query, args...))
+	r, err := s.seal.scanRun(q.QueryRowContext(ctx, query, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, errNotFound
 	}
@@ -121,11 +122,16 @@ func insertRun(ctx context.Context, tx *sql.Tx, r runRow) error {
 
 // saveStep appends the accepted event e with its records and stores the
 // state, the inline-work flag and the run's pending timers, in tx. prevSeq
-// fences concurrent writers.
-func saveStep(ctx context.Context, tx *sql.Tx, id string, prevSeq int64, st kernel.State, e kernel.Event, effects []kernel.Effect, work bool) error {
-	payload, err := json.Marshal(e)
+// fences concurrent writers. sealed: the event and the state are stored
+// sealed (the run's program holds secrets).
+func (s *Service) saveStep(ctx context.Context, tx *sql.Tx, id string, prevSeq int64, st kernel.State, e kernel.Event, effects []kernel.Effect, work, sealed bool) error {
+	plain, err := json.Marshal(e)
 	if err != nil {
 		return fmt.Errorf("engine: encode event: %w", err)
+	}
+	payload, err := s.seal.maybe(sealed, plain, eventAD(id, e.Seq))
+	if err != nil {
+		return err
 	}
 	records := []*kernel.Record{}
 	for _, ef := range effects {
@@ -137,16 +143,20 @@ func saveStep(ctx context.Context, tx *sql.Tx, id string, prevSeq int64, st kern
 	if err != nil {
 		return fmt.Errorf("engine: encode records: %w", err)
 	}
-	state, err := json.Marshal(st)
+	plain, err = json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("engine: encode state: %w", err)
 	}
+	state, err := s.seal.maybe(sealed, plain, stateAD(id))
+	if err != nil {
+		return err
+	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO platform_run_events(run_id, seq, kind, payload, records, at) VALUES (?, ?, ?, ?, ?, ?)`,
-		id, e.Seq, string(e.Kind), string(payload), string(recs), e.At.UnixMilli()); err != nil {
+		id, e.Seq, string(e.Kind), payload, string(recs), e.At.UnixMilli()); err != nil {
 		return fmt.Errorf("engine: append event: %w", err)
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE platform_runs SET status = ?, state = ?, seq = ?, needs_work = ?, updated_at = ?
-		WHERE id = ? AND (seq = ? OR ? = 0)`, string(st.Status), string(state), st.Seq, work, e.At.UnixMilli(), id, prevSeq, prevSeq)
+		WHERE id = ? AND (seq = ? OR ? = 0)`, string(st.Status), state, st.Seq, work, e.At.UnixMilli(), id, prevSeq, prevSeq)
 	if err != nil {
 		return fmt.Errorf("engine: store state: %w", err)
 	}
@@ -205,8 +215,8 @@ type eventRow struct {
 	At      time.Time
 }
 
-// listEvents reads a run's events after seq in seq order.
-func listEvents(ctx context.Context, q querier, id string, after int64, limit int) ([]eventRow, error) {
+// listEvents reads a run's events after seq in seq order, opened.
+func (s *Service) listEvents(ctx context.Context, q querier, id string, after int64, limit int) ([]eventRow, error) {
 	rows, err := q.QueryContext(ctx, `SELECT seq, kind, payload, records, at FROM platform_run_events
 		WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, id, after, limit)
 	if err != nil {
@@ -221,7 +231,11 @@ func listEvents(ctx context.Context, q querier, id string, after int64, limit in
 		if err := rows.Scan(&e.Seq, &e.Kind, &payload, &records, &at); err != nil {
 			return nil, fmt.Errorf("engine: list events: %w", err)
 		}
-		e.Payload, e.Records, e.At = json.RawMessage(payload), json.RawMessage(records), msTime(at)
+		plain, err := s.seal.open(payload, eventAD(id, e.Seq))
+		if err != nil {
+			return nil, fmt.Errorf("engine: event %d of run %s: %w", e.Seq, id, err)
+		}
+		e.Payload, e.Records, e.At = json.RawMessage(plain), json.RawMessage(records), msTime(at)
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
@@ -240,7 +254,7 @@ func hasInbox(ctx context.Context, q querier, id string) (bool, error) {
 }
 
 // nextHeld reads the oldest event held for run id and its row id.
-func nextHeld(ctx context.Context, q querier, id string) (kernel.Event, int64, bool, error) {
+func (s *Service) nextHeld(ctx context.Context, q querier, id string) (kernel.Event, int64, bool, error) {
 	var e kernel.Event
 	var row int64
 	var raw string
@@ -251,7 +265,11 @@ func nextHeld(ctx context.Context, q querier, id string) (kernel.Event, int64, b
 	if err != nil {
 		return e, 0, false, fmt.Errorf("engine: read inbox: %w", err)
 	}
-	if err := json.Unmarshal([]byte(raw), &e); err != nil {
+	plain, err := s.seal.open(raw, inboxAD(id))
+	if err != nil {
+		return e, 0, false, fmt.Errorf("engine: held event of run %s: %w", id, err)
+	}
+	if err := json.Unmarshal(plain, &e); err != nil {
 		return e, 0, false, fmt.Errorf("engine: held event of run %s: %w", id, err)
 	}
 	return e, row, true, nil

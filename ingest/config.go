@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -62,6 +63,9 @@ type Security struct {
 	// or handled hold at once; past it a webhook is answered 503
 	// WH-OVERLOADED with Retry-After (see body.go).
 	MaxInFlightBytes int64 `yaml:"max-in-flight-bytes"`
+	// CredentialHeaders names more request headers (or patterns such as
+	// "X-Acme-*") that carry credentials and are never forwarded (headers.go).
+	CredentialHeaders []string `yaml:"credential-headers"`
 }
 
 // DLQConfig is the dead-letter destination.
@@ -399,6 +403,11 @@ func (c *Config) Validate() error {
 	}
 	if s.RequireContentType && len(s.AllowedContentTypes) == 0 {
 		add("security.allowed-content-types must not be empty when require-content-type is true")
+	}
+	for _, name := range s.CredentialHeaders {
+		if _, err := path.Match(strings.ToLower(strings.TrimSpace(name)), ""); err != nil || strings.TrimSpace(name) == "" {
+			add("security.credential-headers: %q is not a header name or pattern", name)
+		}
 	}
 	if _, err := parsePrefixes(s.TrustedProxies); err != nil {
 		add("security.trusted-proxies: %v", err)

@@ -57,6 +57,9 @@ func (s *Service) sendDeadLetter(ctx context.Context, dl deadLetter) error {
 	h[hDLQReason] = dl.reason
 	h[hDLQDetail] = clip(dl.detail, maxMetaValue)
 	h[hDLQTime] = fmtTime(s.now())
+	if err := s.headers.protectDeadLetter(h); err != nil {
+		return err
+	}
 	if dl.status != 0 {
 		h[hDLQStatus] = strconv.Itoa(dl.status)
 	}
@@ -100,6 +103,7 @@ type DLQEntry struct {
 	Headers     map[string]string `json:"headers,omitempty"` // single-entry reads only
 	Payload     []byte            `json:"payload,omitempty"` // single-entry reads only (base64)
 	payload     []byte
+	headers     map[string]string // as stored: sealed values sealed
 	hasPayload  bool
 }
 
@@ -226,9 +230,11 @@ func (s *Service) DeadLetter(ctx context.Context, eventID string) (DLQEntry, err
 	if err != nil {
 		return DLQEntry{}, fmt.Errorf("ingest: read dead letter %s: %w", eventID, err)
 	}
-	if err := json.Unmarshal([]byte(hdrs), &e.Headers); err != nil {
+	if err := json.Unmarshal([]byte(hdrs), &e.headers); err != nil {
 		return DLQEntry{}, fmt.Errorf("ingest: dead letter %s: headers: %w", eventID, err)
 	}
+	e.Headers = maps.Clone(e.headers)
+	redactSealed(e.Headers)
 	e.payload = payload
 	e.Payload = payload
 	s.markReplayable(&e)
@@ -254,11 +260,14 @@ func (s *Service) Replay(ctx context.Context, eventID string) (DLQEntry, error) 
 		return DLQEntry{}, fmt.Errorf("%w: %s", errNotReplayable, replayBlocker(e))
 	}
 	topic, _ := s.providerTopic(e.Provider)
-	h := make(map[string]string, len(e.Headers))
-	for k, v := range e.Headers {
+	h := make(map[string]string, len(e.headers))
+	for k, v := range e.headers {
 		if !strings.HasPrefix(k, "dlq-") {
 			h[k] = v
 		}
+	}
+	if _, lost := s.headers.openSealed(h, eventID); len(lost) > 0 {
+		s.log.Warn("replayed without headers whose seal could not be opened", "event_id", eventID, "headers", lost)
 	}
 	h[hReplay] = strconv.Itoa(e.Replays + 1)
 	// Back on the provider topic it is unverified again, whatever it was.

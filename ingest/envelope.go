@@ -31,7 +31,8 @@ import (
 //	content-type         the request's Content-Type, parameters included
 //	content-encoding     gzip, zstd or lz4 when compressed (absent otherwise)
 //	http-<name>          each provider request header, lower-cased, values
-//	                     joined with ", "; credentials (Authorization, Cookie),
+//	                     joined with ", "; credentials (Authorization, Cookie,
+//	                     X-Api-Key, *-Token, *-Secret, ...: headers.go),
 //	                     hop-by-hop and forwarding headers are never copied,
 //	                     and User-Agent only through enrichment
 //	ce_useragent         User-Agent            } metadata enrichment,
@@ -68,6 +69,9 @@ import (
 //	dlq-topic    the topic the event was (or would have been) published to
 //	dlq-time     when it was dead-lettered
 //	dlq-payload  "omitted" when the value is not the payload (e.g. too large)
+//
+// In dead letters, signature headers (http-x-hub-signature-256, ...) hold
+// "sealed:v1:" and the value sealed with the secret box (headers.go).
 const (
 	hSpecVersion  = "ce_specversion"
 	hID           = "ce_id"
@@ -149,9 +153,10 @@ type Metadata struct {
 }
 
 // skippedHeaders are never copied into an envelope: credentials would leak
-// onto the broker, hop-by-hop headers describe the connection, forwarding
-// headers are client-controlled (the source address is enrichment), and
-// Content-Type and User-Agent have their own attributes.
+// onto the broker (see headers.go for the full credential rule), hop-by-hop
+// headers describe the connection, forwarding headers are client-controlled
+// (the source address is enrichment), and Content-Type and User-Agent have
+// their own attributes.
 var skippedHeaders = map[string]bool{
 	"Authorization": true, "Proxy-Authorization": true, "Cookie": true,
 	"Connection": true, "Keep-Alive": true, "Proxy-Connection": true, "Te": true,
@@ -163,25 +168,6 @@ var skippedHeaders = map[string]bool{
 
 // errHeadersTooLarge reports forwarded headers beyond maxForwardedHeader.
 var errHeadersTooLarge = errors.New("request headers are too large to forward")
-
-// forwardHeaders selects the provider headers an envelope carries.
-func forwardHeaders(h http.Header) (http.Header, error) {
-	out := make(http.Header, len(h))
-	n := 0
-	for k, vs := range h {
-		if skippedHeaders[k] {
-			continue
-		}
-		for _, v := range vs {
-			n += len(k) + len(v)
-		}
-		if n > maxForwardedHeader {
-			return nil, errHeadersTooLarge
-		}
-		out[k] = vs
-	}
-	return out, nil
-}
 
 // clip truncates s to n bytes on a rune boundary and makes it valid UTF-8.
 func clip(s string, n int) string {

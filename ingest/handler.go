@@ -167,7 +167,7 @@ func (s *Service) validate(w http.ResponseWriter, r *http.Request, req *request,
 			return newError(http.StatusBadRequest, "WH-MALFORMED-BODY", "malformed_body", "the body is not valid application/x-www-form-urlencoded")
 		}
 	}
-	hdr, err := forwardHeaders(r.Header)
+	hdr, err := s.headers.forward(r.Header)
 	if err != nil {
 		return newError(http.StatusRequestHeaderFieldsTooLarge, "WH-HEADERS-TOO-LARGE", "headers_too_large",
 			fmt.Sprintf("request headers exceed %d bytes", maxForwardedHeader))
@@ -253,7 +253,7 @@ func (s *Service) reject(w http.ResponseWriter, r *http.Request, req *request, e
 	}
 	env := req.env
 	if env.Header == nil {
-		if hdr, herr := forwardHeaders(r.Header); herr == nil {
+		if hdr, herr := s.headers.forward(r.Header); herr == nil {
 			env.Header = hdr
 		}
 	}

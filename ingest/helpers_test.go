@@ -27,6 +27,7 @@ import (
 	"github.com/agentbridge/bridge/httpx"
 	"github.com/agentbridge/bridge/store"
 	"github.com/agentbridge/bridge/store/broker"
+	"github.com/agentbridge/bridge/store/secretbox"
 )
 
 const (
@@ -95,8 +96,12 @@ func newHarness(t *testing.T, o harnessOpt) *harness {
 		t.Fatal(err)
 	}
 	setEnv(f, o.env)
+	box, err := secretbox.Open(context.Background(), h.dir, secretbox.Options{DisableKeyring: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	h.svc, err = New(daemon.Deps{
-		DataDir: h.dir, DB: h.db, Broker: h.broker, Config: f,
+		DataDir: h.dir, DB: h.db, Broker: h.broker, Config: f, Box: box,
 		IsOwner: func(r *http.Request) bool {
 			tok, ok := daemon.BearerToken(r)
 			return ok && tok == testOwnerToken

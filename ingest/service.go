@@ -56,6 +56,7 @@ type Service struct {
 	verifiers      map[string]verify.Verifier
 	cursors        *httpx.Cursors
 	budget         *bodyBudget
+	headers        *headerPolicy
 	done           chan struct{} // closed by Close: ends streams
 
 	mu        sync.Mutex
@@ -106,6 +107,9 @@ func newService(deps daemon.Deps, cfg Config) (*Service, error) {
 	s.allowHeader = strings.Join(methods, ", ")
 	for _, ct := range cfg.Security.AllowedContentTypes {
 		s.contentTypes[strings.ToLower(strings.TrimSpace(ct))] = true
+	}
+	if s.headers, err = newHeaderPolicy(cfg.Security, cfg.Processors, deps.Box); err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
 	}
 	if s.source, err = newSourceFilter(cfg.Security, cfg.IPWhitelist); err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)

@@ -96,7 +96,7 @@ func (s *Service) registerIncidents(add func(api.Route)) {
 func incidentView(run string, inc *kernel.Incident) Incident {
 	return Incident{ID: inc.ID, RunID: run, Revision: inc.Revision, NodeID: inc.NodeID, Instance: inc.Instance,
 		Generation: inc.Generation, Code: inc.Code, Status: string(inc.Status), TaskID: inc.TaskID, ChildID: inc.ChildID,
-		SideEffect: inc.SideEffect, RetrySafe: inc.RetrySafe, Attempt: inc.Attempt, Error: inc.Error, OpenedAt: inc.OpenedAt,
+		SideEffect: inc.SideEffect, RetrySafe: inc.Retryable(), Attempt: inc.Attempt, Error: inc.Error, OpenedAt: inc.OpenedAt,
 		Deadline: inc.Deadline, Resolution: inc.Resolution}
 }
 

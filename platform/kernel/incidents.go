@@ -63,6 +63,14 @@ type Resolution struct {
 	Seq               int64          `json:"seq"`
 }
 
+// Retryable says whether retry_safe may resolve the incident: an action of
+// a class safe to repeat, whose outcome is known. An ambiguous outcome
+// (PF-TASK-AMBIGUOUS) allows only accept_reconciled_result or terminate,
+// whatever the class (spec 2, "Incident").
+func (inc *Incident) Retryable() bool {
+	return inc.RetrySafe && inc.Code != IncidentTaskAmbiguous
+}
+
 func (inc *Incident) clone() *Incident {
 	c := *inc
 	if inc.Error != nil {
@@ -169,7 +177,10 @@ func (m *machine) retrySafe(inc *Incident, res *Resolution) error {
 	if inc.TaskID == "" || m.p.node(inc.NodeID).kind != string(lang.StepAction) {
 		return refuse(CodeReconciliationRequired, "incident %s is not tied to an action: reconcile and accept a result, or terminate", inc.ID)
 	}
-	if !inc.RetrySafe {
+	if inc.Code == IncidentTaskAmbiguous {
+		return refuse(CodeReconciliationRequired, "the outcome of the attempt is unknown (%s): reconcile and accept a result, or terminate", inc.Code)
+	}
+	if !inc.Retryable() {
 		return refuse(CodeReconciliationRequired, "the action's side effect is %s: repeating it is not safe; reconcile and accept a result, or terminate", inc.SideEffect)
 	}
 	task := m.st.Tasks[inc.TaskID]

@@ -133,6 +133,29 @@ steps:
 		is.Equal(d.s.Status, StatusCancelled)
 	})
 
+	t.Run("an ambiguous outcome is never retried", func(t *testing.T) {
+		is := is.New(t)
+		d := newDriver(t, load(t, `kind: workflow
+id: t/ambiguous
+steps:
+  - id: charge
+    action: t/charge@1
+`))
+		d.start(`{}`)
+		d.must(Event{Kind: EventTaskOutcomeUnknown, TaskID: d.task("charge").ID})
+		inc := d.incident(IncidentTaskAmbiguous)
+		is.True(!inc.Retryable())
+		// Even were the action's class safe to repeat (as stored by
+		// another version), PF-TASK-AMBIGUOUS allows only a reconciled
+		// result or terminate.
+		inc.SideEffect, inc.RetrySafe = "idempotent", true
+		is.True(!inc.Retryable())
+		is.Equal(ErrorCode(d.resolve(inc, ResolveRetrySafe, "", "")), CodeReconciliationRequired)
+		is.Equal(d.s.Status, StatusSuspended)
+		is.NoErr(d.resolve(inc, ResolveTerminate, "", ""))
+		is.Equal(d.s.Status, StatusCancelled)
+	})
+
 	t.Run("accept_reconciled_result", func(t *testing.T) {
 		is := is.New(t)
 		d := newDriver(t, load(t, `kind: workflow

@@ -116,12 +116,11 @@ func (a *app) printExecutions(page callbacks.PaginationResponse[callbacks.Execut
 		if e.Response != nil {
 			status = fmt.Sprint(e.Response.Status)
 		}
+		// The error is the last column and is printed whole: its end often
+		// says what to do (e.g. which ssrf setting allows an address).
 		errText := ""
 		if e.Error != nil {
 			errText = e.Error.Code + ": " + e.Error.Message
-			if len(errText) > 60 {
-				errText = errText[:57] + "..."
-			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.State, e.Attempt, e.MaxAttempts,
 			e.ConfigurationName, e.EventType, status, e.CreatedAt.Local().Format(time.DateTime), oneLine(errText))

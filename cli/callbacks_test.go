@@ -278,3 +278,16 @@ func TestParseSince(t *testing.T) {
 		is.True(err != nil)
 	}
 }
+
+// TestExecutionsTableShowsWholeErrors: the ERROR column is not cut, so the
+// advice at the end of a message (which setting allows an address) shows.
+func TestExecutionsTableShowsWholeErrors(t *testing.T) {
+	is := is.New(t)
+	var out bytes.Buffer
+	a := &app{out: &out}
+	msg := "connection to 127.0.0.1:9000 refused: loopback address (allow it with platform.callbacks.ssrf settings)"
+	a.printExecutions(callbacks.PaginationResponse[callbacks.Execution]{Content: []callbacks.Execution{{
+		ID: "e-1", State: "FAILED_PERMANENT", Attempt: 1, MaxAttempts: 3, ConfigurationName: "my receiver", EventType: "push",
+		Error: &callbacks.ExecutionError{Code: "SSRF_BLOCKED", Message: msg}}}})
+	is.True(strings.Contains(out.String(), "SSRF_BLOCKED: "+msg))
+}

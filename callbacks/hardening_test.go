@@ -110,3 +110,15 @@ func TestClientErrorsAreNotLoggedAsErrors(t *testing.T) {
 	h.problem(500, "GET", pathDomains, nil)
 	is.True(strings.Contains(buf.String(), "level=ERROR"))
 }
+
+// TestTypeErrorNamesTheElement: a wrong value inside an array is named by
+// its own path in the diagnostics (issue 20, item 16).
+func TestTypeErrorNamesTheElement(t *testing.T) {
+	is := newIs(t)
+	h := newHarness(t, fastYAML, nil)
+	p := h.problem(400, "POST", pathConfigs, `{"name":"n","url":"https://a.example.com","subscribedEventTypes":["a",1]}`)
+	is.Equal(len(p.Diagnostics), 1)
+	is.Equal(p.Diagnostics[0].Field, "subscribedEventTypes[1]")
+	p = h.problem(400, "POST", pathDomains+"/filter", `{"filters":[{"field":"domain","operator":"in","values":["a"]},{"field":"domain","operator":1}]}`)
+	is.Equal(p.Diagnostics[0].Field, "filters[1].operator")
+}

@@ -147,7 +147,7 @@ func DecodeBytes(data []byte, dst any, o DecodeOptions) error {
 		dec.DisallowUnknownFields()
 	}
 	if err := dec.Decode(dst); err != nil {
-		return jsonError(err)
+		return jsonError(err, data)
 	}
 	if dec.More() {
 		return &BodyError{Status: http.StatusBadRequest, Kind: "trailing", Msg: "request body has data after the JSON value"}
@@ -158,7 +158,7 @@ func DecodeBytes(data []byte, dst any, o DecodeOptions) error {
 	return nil
 }
 
-func jsonError(err error) error {
+func jsonError(err error, data []byte) error {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
@@ -166,6 +166,9 @@ func jsonError(err error) error {
 		return &BodyError{Status: http.StatusBadRequest, Kind: "syntax", Msg: fmt.Sprintf("malformed JSON at byte %d", se.Offset)}
 	case errors.As(err, &te):
 		field := te.Field
+		if p := pathAt(data, te.Offset); p != "" {
+			field = p // names the element of a map or array too
+		}
 		return &BodyError{Status: http.StatusBadRequest, Kind: "type", Field: field, Msg: fmt.Sprintf("field %q must be %s", field, jsonKind(te.Type.Kind().String()))}
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)

@@ -347,24 +347,35 @@ func TestDrafts(t *testing.T) {
 	h.problem(422, "PF-VALIDATION", h.get(path+"?revision=3", viewer))
 	h.problem(422, "PF-VALIDATION", h.get(path+"?revision=01", viewer))
 
-	// Retire: If-Match required and current; a repeat is 409; the id is
-	// never reused; reads keep every revision.
-	del := func(ifMatch string) resp {
+	// Retire: Idempotency-Key and If-Match required, If-Match current; the
+	// same key replays, a repeat is 409; the id is never reused; reads
+	// keep every revision.
+	del := func(ifMatch, key string) resp {
 		hdr := map[string]string{}
 		if ifMatch != "" {
 			hdr["If-Match"] = ifMatch
 		}
+		if key != "" {
+			hdr["Idempotency-Key"] = key
+		}
 		return h.do(req{method: "DELETE", path: path, token: op, hdr: hdr})
 	}
-	h.problem(403, "PF-FORBIDDEN", h.do(req{method: "DELETE", path: path, token: viewer, hdr: map[string]string{"If-Match": `"2"`}}))
-	h.problem(422, "PF-ETAG", del(""))
-	h.problem(412, "PF-ETAG", del(`"1"`))
-	retired := del(`"2"`)
+	h.problem(403, "PF-FORBIDDEN", h.do(req{method: "DELETE", path: path, token: viewer, hdr: map[string]string{"If-Match": `"2"`, "Idempotency-Key": "r-0"}}))
+	h.problem(422, "PF-IDEMPOTENCY", del(`"2"`, ""))
+	h.problem(422, "PF-ETAG", del("", "r-1"))
+	h.problem(412, "PF-ETAG", del(`"1"`, "r-1"))
+	h.must(200, h.get(path, viewer), &d)
+	is.True(!d.Retired) // refusals changed nothing
+	retired := del(`"2"`, "r-1")
 	h.must(200, retired, &d)
 	is.Equal(retired.header.Get("ETag"), `"3"`)
 	is.True(d.Retired)
 	is.True(d.RetiredAt != nil)
-	h.problem(409, "PF-CONFLICT", del(`"3"`))
+	again := del(`"2"`, "r-1")
+	is.Equal(again.status, 200)
+	is.Equal(again.header.Get("Idempotent-Replayed"), "true")
+	is.Equal(string(again.body), string(retired.body))
+	h.problem(409, "PF-CONFLICT", del(`"3"`, "r-2"))
 	h.problem(409, "PF-CONFLICT", h.saveDraft(op, id, onboardWorkflow, `"3"`))
 	h.must(200, h.get(path, viewer), &d)
 	is.Equal(d.Revision, int64(3))

@@ -58,10 +58,12 @@ func (s *Service) Register(a *api.API, r *httprouter.Router) {
 			OperationID: "saveDraft", Tag: tagDefinitions, Summary: "Create or save a draft",
 			Description: "A new id (a UUID chosen by the client) is created without If-Match (201); an existing draft needs If-Match with its current revision (200; 412 PF-ETAG when stale). A retired draft id is never reused (409).",
 			Request:     PublishRequest{}, Response: Draft{}, ETag: true},
+		// Retiring a definition needs an Idempotency-Key (spec 2, "Generic
+		// rules"); a retry with the same key answers the committed result.
 		{Method: http.MethodDelete, Path: projectBase + "/drafts/{identifier}", Capability: auth.CapDefinitionWrite, IfMatch: api.PolicyRequired,
-			Idempotency: api.PolicyOptional, Handler: s.retireDraftRoute,
+			Idempotency: api.PolicyRequired, Handler: s.retireDraftRoute,
 			OperationID: "retireDraft", Tag: tagDefinitions, Summary: "Retire a draft",
-			Description: "Needs If-Match with the latest revision; adds a retirement revision. Retiring again answers 409.",
+			Description: "Needs Idempotency-Key and If-Match with the latest revision; adds a retirement revision. Retiring again answers 409; the same key answers the committed retirement again.",
 			Response:    Draft{}, ETag: true},
 		{Method: http.MethodGet, Path: projectBase + "/connector-descriptors", Capability: auth.CapCatalogRead, Handler: s.listDescriptors,
 			OperationID: "listConnectorDescriptors", Tag: tagCatalog, Summary: "Installed connectors",

@@ -67,6 +67,11 @@ type breaker struct {
 	done      int // trial outcomes received
 	failed    int // failed trials
 	trips     int
+	// latched: the trip that reached disableTrip keeps the breaker open, with
+	// no trial calls, until reset (the configuration re-enabled, or its
+	// disabling failed): disabling is written asynchronously and may take
+	// longer than wait.
+	latched bool
 }
 
 func newBreaker(cfg breakerSettings) *breaker {
@@ -87,7 +92,7 @@ func (b *breaker) reconfigure(cfg breakerSettings) {
 func (b *breaker) reset() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.state, b.trips = breakerClosed, 0
+	b.state, b.trips, b.latched = breakerClosed, 0, false
 	b.clearWindow()
 }
 
@@ -102,6 +107,9 @@ func (b *breaker) allow(now time.Time) (ok bool, until time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.state == breakerOpen {
+		if b.latched {
+			return false, time.Time{}
+		}
 		if now.Before(b.openUntil) {
 			return false, b.openUntil
 		}
@@ -171,6 +179,7 @@ func (b *breaker) record(now time.Time, v verdict, d time.Duration) (tripped boo
 func (b *breaker) trip(now time.Time) {
 	b.state, b.openUntil = breakerOpen, now.Add(b.cfg.wait)
 	b.trips++
+	b.latched = b.cfg.disableTrip > 0 && b.trips >= b.cfg.disableTrip
 	b.clearWindow()
 }
 

@@ -127,3 +127,28 @@ func TestBreakerSettingsFromConfiguration(t *testing.T) {
 	s.CircuitBreaker.SlidingWindowSize = 5 // minimum above the window: the window decides
 	is.Equal(breakerSettingsFor(&s, nil).minCalls, 5)
 }
+
+// TestBreakerLatchesAtDisableTrip: the trip that disables the configuration
+// lets no trial call through, however long disabling takes, until reset
+// (TestBreakerTripsDisable sent a third call when the write was slower than
+// the open wait).
+func TestBreakerLatchesAtDisableTrip(t *testing.T) {
+	is := newIs(t)
+	b := newBreaker(breakerSettings{window: 2, minCalls: 1, rate: 50, wait: 10 * time.Millisecond, trialCalls: 1, disableTrip: 2})
+	now := time.Unix(0, 0)
+	ok, _ := b.allow(now)
+	is.True(ok)
+	tripped, trips := b.record(now, verdictFailure, time.Millisecond)
+	is.True(tripped && trips == 1)
+	now = now.Add(20 * time.Millisecond)
+	ok, _ = b.allow(now) // the trial
+	is.True(ok)
+	tripped, trips = b.record(now, verdictFailure, time.Millisecond)
+	is.True(tripped && trips == 2)
+	ok, until := b.allow(now.Add(time.Hour))
+	is.True(!ok)
+	is.True(until.IsZero()) // held until something kicks the lane
+	b.reset()
+	ok, _ = b.allow(now.Add(time.Hour))
+	is.True(ok)
+}

@@ -238,17 +238,18 @@ func (s *Service) Dispatch(ctx context.Context, configID, eventType, eventID str
 }
 
 // disable sets a configuration DISABLED and publishes the operational event
-// callback.configuration.disabled on the operations topic.
-func (s *Service) disable(id, reason string) {
+// callback.configuration.disabled on the operations topic. It reports
+// false when the status could not be written.
+func (s *Service) disable(id, reason string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	changed, err := s.setStatus(ctx, id, StatusDisabled, reason)
 	if err != nil {
 		s.log.Error("callbacks: disabling configuration", "configuration", id, "err", err)
-		return
+		return false
 	}
 	if !changed {
-		return
+		return true
 	}
 	s.log.Warn("callbacks: configuration disabled", "configuration", id, "reason", reason)
 	evID := uuid.NewString()
@@ -263,6 +264,7 @@ func (s *Service) disable(id, reason string) {
 	if err := s.broker.Publish(ctx, msg); err != nil {
 		s.log.Error("callbacks: publishing operational event", "type", OpsConfigurationDisabled, "err", err)
 	}
+	return true
 }
 
 // OpsConfigurationDisabled is the type of the operational event published

@@ -316,7 +316,7 @@ func TestBreakerTripsDisable(t *testing.T) {
 `, map[string]string{
 		"CALLBACK_CB_WINDOW_SIZE":     "2",
 		"CALLBACK_CB_MIN_CALLS":       "1",
-		"CALLBACK_CB_WAIT_DURATION":   "30",
+		"CALLBACK_CB_WAIT_DURATION":   "300", // the five dispatches below are made before the trial call
 		"CALLBACK_RETRY_MAX_ATTEMPTS": "1",
 		"CALLBACK_DISPATCHER_THREADS": "1", // one call at a time: each outcome reaches the breaker before the next call
 	})

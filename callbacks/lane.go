@@ -156,7 +156,11 @@ func (l *lane) run(j *job, c *Configuration) {
 		if limit > 0 && trips >= limit {
 			id := l.configID
 			l.d.goAux(func() {
-				l.d.s.disable(id, "the circuit breaker opened "+itoa(trips)+" times in a row")
+				if !l.d.s.disable(id, "the circuit breaker opened "+itoa(trips)+" times in a row") {
+					// Still ACTIVE: let the breaker try again rather than hold forever.
+					l.br.reset()
+					l.kick()
+				}
 			})
 		}
 	}

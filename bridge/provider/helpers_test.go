@@ -130,7 +130,7 @@ func fakeAgents(t testing.TB) (claude, codex string) {
 }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := providertest.RunGuarded(m)
 	if fakeDir != "" {
 		_ = os.RemoveAll(fakeDir)
 	}

@@ -55,6 +55,7 @@ func (probe) Routes(bridge, services *httprouter.Router) {
 			}
 			fmt.Fprint(w, "done")
 		}
+		r.GET("/probe/panic", func(http.ResponseWriter, *http.Request, httprouter.Params) { panic("probe") })
 		r.POST("/probe/stream", stream)
 		r.GET("/probe/stream", stream)
 	}

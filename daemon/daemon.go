@@ -163,7 +163,7 @@ func Start(ctx context.Context, opts Options) (_ *Daemon, err error) {
 		return nil, fmt.Errorf("secret box: %w", err)
 	}
 
-	bridgeRouter, servicesRouter := newRouter(bridgeNotFound), newRouter(problemNotFound)
+	bridgeRouter, servicesRouter := newRouter(bridgeNotFound, bridgeShape, d.log), newRouter(problemNotFound, servicesShape, d.log)
 	d.health(servicesRouter)
 
 	d.bridgeLn, err = listen(opts.Config.Listen.BridgeHost, opts.Config.Listen.BridgePort, "bridge", "--port or listen.bridge-port")
@@ -229,8 +229,8 @@ func Start(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	if err := writeState(filepath.Join(dir, DaemonFile), d.state); err != nil {
 		return nil, err
 	}
-	d.serve(d.bridgeSrv, d.bridgeLn)
-	d.serve(d.servicesSrv, d.servicesLn)
+	d.serve(d.bridgeSrv, shapedListener{Listener: d.bridgeLn, shape: bridgeShape, maxHeaderKiB: maxHeaderBytes >> 10})
+	d.serve(d.servicesSrv, shapedListener{Listener: d.servicesLn, shape: servicesShape, maxHeaderKiB: maxHeaderBytes >> 10})
 	d.setReady(true)
 	d.log.Info("bridge daemon started", "bridge", d.state.BridgeURL, "services", d.state.ServicesURL, "data_dir", dir, "version", opts.Build.Version)
 	return d, nil
@@ -243,11 +243,15 @@ func (d *Daemon) newServer(h http.Handler) *http.Server {
 		Handler:           withBodyDeadline(d.opts.Config.Listen.BodyReadTimeout.D(), h),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
+		MaxHeaderBytes:    maxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return d.ctx },
 		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelDebug),
 	}
 }
+
+// maxHeaderBytes bounds a request's line and headers; past it Go's server
+// answers 431 (in the listener's shape, see shapedConn).
+const maxHeaderBytes = 64 << 10
 
 func (d *Daemon) serve(srv *http.Server, ln net.Listener) {
 	d.wg.Add(1)
@@ -390,7 +394,7 @@ func tcpPort(ln net.Listener) int {
 	return 0
 }
 
-func newRouter(notFound http.HandlerFunc) *httprouter.Router {
+func newRouter(notFound http.HandlerFunc, shape errorShape, log *slog.Logger) *httprouter.Router {
 	r := httprouter.New()
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
@@ -399,10 +403,7 @@ func newRouter(notFound http.HandlerFunc) *httprouter.Router {
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		notFound(w, req)
 	})
-	r.PanicHandler = func(w http.ResponseWriter, req *http.Request, v any) {
-		slog.Error("handler panic", "path", req.URL.Path, "panic", fmt.Sprint(v))
-		http.Error(w, "internal error", http.StatusInternalServerError)
-	}
+	r.PanicHandler = shape.panicHandler(log)
 	return r
 }
 

@@ -418,3 +418,52 @@ func mibApproval(over int) map[string]any {
 	const frame = len(`{"approver":""}`)
 	return map[string]any{"name": "order.approved", "payload": map[string]any{"approver": strings.Repeat("a", 1<<20-frame+over)}}
 }
+
+// bufferWorkflow waits an hour before it waits for ping, so pings buffer.
+const bufferWorkflow = `kind: workflow
+id: acme/buffer
+version: 1
+steps:
+  - id: idle
+    wait: 1h
+  - id: ping
+    signal: ping
+`
+
+// The 1,001st buffered signal of a run is the run's operation capacity
+// (429 PF-OPERATION-CAPACITY), not the server's request capacity, and
+// changes nothing.
+func TestBufferedSignalsAreBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1,000 signals; the kernel's TestEventLimits checks the bound in -short")
+	}
+	is := is.New(t)
+	h := newHarness(t)
+	op := h.localToken()
+	wf := h.mustPublish(op, "workflows", bufferWorkflow, "buffer-workflow").ID
+	act := h.mustActivate(ePath(h), op, map[string]any{"published_version_id": wf}, "buffer-activation", "").ID
+	run := h.startWaiting(op, act, "buffer-1")
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 1000 / 8 {
+				res := h.signalRun(op, run.ID, map[string]any{"name": "ping"}, "")
+				mu.Lock()
+				statuses[res.status]++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	is.Equal(statuses, map[int]int{202: 1000})
+	var before engine.Run
+	h.must(200, h.get(ePath(h)+"/runs/"+run.ID, op), &before)
+	h.problem(429, "PF-OPERATION-CAPACITY", h.signalRun(op, run.ID, map[string]any{"name": "ping"}, ""))
+	var after engine.Run
+	h.must(200, h.get(ePath(h)+"/runs/"+run.ID, op), &after)
+	is.Equal(after.AcceptedSequence, before.AcceptedSequence)
+}

@@ -29,7 +29,7 @@
 // returns an *Error with the specification's code (PF-RUNTIME-STATE,
 // PF-INCIDENT-REVISION, PF-RUNTIME-DEADLINE,
 // PF-RUNTIME-RECONCILIATION_REQUIRED, PF-RUNTIME-OUTPUT, PF-VALIDATION,
-// PF-REQUEST-CAPACITY) and the state unchanged.
+// PF-OPERATION-CAPACITY) and the state unchanged.
 //
 // Actions and agents become tasks (start_task), retried with exponential
 // backoff timers while the action's policy allows; a failure that cannot be

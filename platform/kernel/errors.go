@@ -28,9 +28,12 @@ const (
 	// CodeValidation: an event's payload does not match its contract (input,
 	// task output, signal payload, human decision or data, reason text).
 	CodeValidation = "PF-VALIDATION"
-	// CodeCapacity: accepting the event would exceed a kernel bound (for
-	// example more than MaxBufferedSignals pending signals).
-	CodeCapacity = "PF-REQUEST-CAPACITY"
+	// CodeCapacity: accepting the event would exceed a bound of the run
+	// (for example more than MaxBufferedSignals pending signals). It is the
+	// spec's operation capacity, like a project's debug session limit: the
+	// run must consume before it accepts more. PF-REQUEST-CAPACITY is the
+	// server's momentary load, which this never is.
+	CodeCapacity = "PF-OPERATION-CAPACITY"
 )
 
 // ErrNoChange is returned (wrapped in an *Error with CodeRuntimeState) when

@@ -88,7 +88,7 @@ steps:
 		is.NoErr(err)
 		d.s = s
 	}
-	is.Equal(ErrorCode(d.try(Event{Kind: EventSignalReceived, Signal: "ping"})), CodeCapacity)
+	is.Equal(ErrorCode(d.try(Event{Kind: EventSignalReceived, Signal: "ping"})), "PF-OPERATION-CAPACITY")
 	d.fireNext()
 	is.Equal(d.s.Status, StatusSucceeded)
 	is.Equal(outputOf(t, d.s, "s"), `1.0`) // no schema: a double

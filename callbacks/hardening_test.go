@@ -122,3 +122,12 @@ func TestTypeErrorNamesTheElement(t *testing.T) {
 	p = h.problem(400, "POST", pathDomains+"/filter", `{"filters":[{"field":"domain","operator":"in","values":["a"]},{"field":"domain","operator":1}]}`)
 	is.Equal(p.Diagnostics[0].Field, "filters[1].operator")
 }
+
+// TestUnknownFieldNamesItsPath: a nested unknown property is named by its
+// path in the diagnostics.
+func TestUnknownFieldNamesItsPath(t *testing.T) {
+	is := newIs(t)
+	h := newHarness(t, fastYAML, nil)
+	p := h.problem(400, "POST", pathDomains+"/filter", `{"filters":[{"field":"domain","operator":"eq","value":"x","bogus":1}]}`)
+	is.Equal(p.Diagnostics[0].Field, "filters[0].bogus")
+}

@@ -147,7 +147,7 @@ func DecodeBytes(data []byte, dst any, o DecodeOptions) error {
 		dec.DisallowUnknownFields()
 	}
 	if err := dec.Decode(dst); err != nil {
-		return jsonError(err, data)
+		return jsonError(err, data, dst)
 	}
 	if dec.More() {
 		return &BodyError{Status: http.StatusBadRequest, Kind: "trailing", Msg: "request body has data after the JSON value"}
@@ -158,7 +158,7 @@ func DecodeBytes(data []byte, dst any, o DecodeOptions) error {
 	return nil
 }
 
-func jsonError(err error, data []byte) error {
+func jsonError(err error, data []byte, dst any) error {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
@@ -172,6 +172,9 @@ func jsonError(err error, data []byte) error {
 		return &BodyError{Status: http.StatusBadRequest, Kind: "type", Field: field, Msg: fmt.Sprintf("field %q must be %s", field, jsonKind(te.Type.Kind().String()))}
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		if p := unknownFieldPath(data, dst, name); p != "" {
+			name = p // names a nested property by its path
+		}
 		return &BodyError{Status: http.StatusBadRequest, Kind: "unknown_field", Field: name, Msg: fmt.Sprintf("unknown field %q", name)}
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
 		return &BodyError{Status: http.StatusBadRequest, Kind: "syntax", Msg: "truncated JSON body"}

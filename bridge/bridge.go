@@ -42,6 +42,9 @@ type Config struct {
 	// InactivityTimeout fails a turn whose agent prints nothing for this long
 	// (agent CLIs are known to hang without a final event).
 	InactivityTimeout config.Duration `yaml:"inactivity-timeout" env:"BRIDGE_INACTIVITY_TIMEOUT"`
+	// StallTimeout fails a turn whose agent reports only transport errors
+	// (retries, reconnects) for this long: Codex offline retries forever.
+	StallTimeout config.Duration `yaml:"stall-timeout" env:"BRIDGE_STALL_TIMEOUT"`
 	// Heartbeat is the interval of SSE comment heartbeats (at most 15s).
 	Heartbeat config.Duration `yaml:"heartbeat" env:"BRIDGE_SSE_HEARTBEAT"`
 	// Profiles name agent configurations; "default" always exists.
@@ -51,12 +54,19 @@ type Config struct {
 // Profile selects a provider and its settings.
 type Profile struct {
 	// Provider is claude, codex, command, echo, or auto (claude if on PATH,
-	// else codex, else echo).
-	Provider string   `yaml:"provider"`
-	Command  string   `yaml:"command"`
-	Args     []string `yaml:"args"`
-	Env      []string `yaml:"env"`
-	WorkDir  string   `yaml:"work-dir"`
+	// else codex, else echo, looked up again at each job).
+	Provider string `yaml:"provider"`
+	// Command is the executable; with auto its name must say claude or codex.
+	Command string   `yaml:"command"`
+	Args    []string `yaml:"args"`
+	// Env holds KEY=value entries added to the agent's environment.
+	Env     []string `yaml:"env"`
+	WorkDir string   `yaml:"work-dir"`
+	// PermissionMode is Claude Code's --permission-mode (default
+	// acceptEdits); Sandbox is Codex's --sandbox (default workspace-write).
+	// See README "Agent providers".
+	PermissionMode string `yaml:"permission-mode"`
+	Sandbox        string `yaml:"sandbox"`
 }
 
 // DefaultConfig is the bridge's configuration when config.yaml says nothing.
@@ -65,6 +75,7 @@ func DefaultConfig() Config {
 		MaxConcurrentJobs: 2,
 		JobTimeout:        config.Duration(30 * time.Minute),
 		InactivityTimeout: config.Duration(5 * time.Minute),
+		StallTimeout:      config.Duration(provider.DefaultStallTimeout),
 		Heartbeat:         config.Duration(15 * time.Second),
 	}
 }
@@ -78,6 +89,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("bridge.job-timeout must be at least 1s")
 	case c.InactivityTimeout.D() < 100*time.Millisecond:
 		return fmt.Errorf("bridge.inactivity-timeout must be at least 100ms")
+	case c.StallTimeout.D() < 100*time.Millisecond:
+		return fmt.Errorf("bridge.stall-timeout must be at least 100ms")
 	case c.Heartbeat.D() < 10*time.Millisecond || c.Heartbeat.D() > 15*time.Second:
 		return fmt.Errorf("bridge.heartbeat must be between 10ms and 15s")
 	}
@@ -93,6 +106,31 @@ func (c *Config) Validate() error {
 			}
 		default:
 			return fmt.Errorf("bridge.profiles.%s: unknown provider %q (want auto, claude, codex, command, echo)", name, p.Provider)
+		}
+		if err := p.validatePermissions(); err != nil {
+			return fmt.Errorf("bridge.profiles.%s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// validatePermissions checks permission-mode and sandbox against the
+// values the CLIs accept, and that the profile's provider has them.
+func (p Profile) validatePermissions() error {
+	if p.PermissionMode != "" {
+		if !slices.Contains(provider.PermissionModes, p.PermissionMode) {
+			return fmt.Errorf("permission-mode %q is not one of %v", p.PermissionMode, provider.PermissionModes)
+		}
+		if !slices.Contains([]string{"", "auto", provider.NameClaude}, p.Provider) {
+			return fmt.Errorf("permission-mode is a Claude Code setting; provider %s has none", p.Provider)
+		}
+	}
+	if p.Sandbox != "" {
+		if !slices.Contains(provider.SandboxModes, p.Sandbox) {
+			return fmt.Errorf("sandbox %q is not one of %v", p.Sandbox, provider.SandboxModes)
+		}
+		if !slices.Contains([]string{"", "auto", provider.NameCodex}, p.Provider) {
+			return fmt.Errorf("sandbox is a Codex setting; provider %s has none", p.Provider)
 		}
 	}
 	return nil
@@ -123,7 +161,6 @@ type profileRT struct {
 	name     string
 	provider provider.Provider
 	workDir  string
-	env      []string
 }
 
 // Options are the bridge's dependencies beyond daemon.Deps.
@@ -202,19 +239,21 @@ func buildProfiles(cfg Config, lookPath func(string) (string, error)) (map[strin
 		profiles["default"] = Profile{Provider: "auto"}
 	}
 	for name, p := range profiles {
-		pc := provider.Config{Path: p.Command, Args: p.Args, Env: p.Env, LookPath: lookPath}
-		var prov provider.Provider
-		var err error
-		switch p.Provider {
-		case "", "auto":
-			prov = provider.Detect(lookPath)
-		default:
-			prov, err = provider.New(p.Provider, pc)
+		// Every provider, auto included, gets the whole profile: an auto
+		// profile's command, args and env apply to the CLI it finds.
+		pc := provider.Config{
+			Path: p.Command, Args: p.Args, Env: p.Env, LookPath: lookPath,
+			StallTimeout: cfg.StallTimeout.D(), PermissionMode: p.PermissionMode, Sandbox: p.Sandbox,
 		}
+		kind := p.Provider
+		if kind == "" {
+			kind = provider.NameAuto
+		}
+		prov, err := provider.New(kind, pc)
 		if err != nil {
 			return nil, fmt.Errorf("bridge.profiles.%s: %w", name, err)
 		}
-		out[name] = &profileRT{name: name, provider: prov, workDir: p.WorkDir, env: p.Env}
+		out[name] = &profileRT{name: name, provider: prov, workDir: p.WorkDir}
 	}
 	return out, nil
 }

@@ -194,6 +194,9 @@ func (s *Service) handleChat(w http.ResponseWriter, r *http.Request, p Principal
 	if n := utf8.RuneCountInString(prompt); n < 1 || n > maxTextChars {
 		return invalid("messages", "context_length_exceeded", "the conversation must render to 1 to %d characters", maxTextChars)
 	}
+	if strings.TrimSpace(prompt) == "" {
+		return invalid("messages", "invalid_value", "the conversation holds only whitespace")
+	}
 
 	id := uuid.NewString()
 	// Join before the job exists, so no output can slip past the waiter.

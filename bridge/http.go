@@ -274,8 +274,10 @@ func (s *Service) validateJob(p Principal, req jobRequest) (newJob, error) {
 	if req.Prompt == nil {
 		return nj, errf(CodeInvalidRequest, "prompt is required")
 	}
-	if n := utf8.RuneCountInString(*req.Prompt); n < 1 || n > maxTextChars {
-		return nj, errf(CodeInvalidRequest, "prompt must be 1 to %d characters", maxTextChars)
+	// A blank prompt is refused like an empty one: the agent CLIs answer it
+	// with no result at all (see bridge/provider recorded transcripts).
+	if n := utf8.RuneCountInString(*req.Prompt); n < 1 || n > maxTextChars || strings.TrimSpace(*req.Prompt) == "" {
+		return nj, errf(CodeInvalidRequest, "prompt must be 1 to %d characters, not only whitespace", maxTextChars)
 	}
 	nj.Prompt = *req.Prompt
 	if req.Profile != nil {
@@ -449,8 +451,8 @@ func (s *Service) handlePostMessage(w http.ResponseWriter, r *http.Request, p Pr
 	if req.Text == nil {
 		return errf(CodeInvalidRequest, "text is required")
 	}
-	if n := utf8.RuneCountInString(*req.Text); n < 1 || n > maxTextChars {
-		return errf(CodeInvalidRequest, "text must be 1 to %d characters", maxTextChars)
+	if n := utf8.RuneCountInString(*req.Text); n < 1 || n > maxTextChars || strings.TrimSpace(*req.Text) == "" {
+		return errf(CodeInvalidRequest, "text must be 1 to %d characters, not only whitespace", maxTextChars)
 	}
 	out, replayed, err := s.addMessage(r.Context(), p, id, *req.Text, newIdem("POST /v1/bridge/jobs/"+id+"/messages", key, data))
 	if err != nil {
@@ -539,7 +541,8 @@ func (s *Service) handleResult(w http.ResponseWriter, r *http.Request, p Princip
 	if err != nil {
 		return err
 	}
-	body := map[string]any{"jobId": job.ID, "state": job.State, "attempt": job.Attempt, "result": nil, "error": job.LastError, "usage": job.Usage, "finishedAt": job.FinishedAt}
+	body := map[string]any{"jobId": job.ID, "state": job.State, "attempt": job.Attempt, "result": nil, "error": job.LastError, "usage": job.Usage, "finishedAt": job.FinishedAt,
+		"demo": job.Provider == provider.NameEcho} // the echo demo's answer is not an agent's (README "Agent providers")
 	if !job.State.Terminal() {
 		return respond(w, http.StatusAccepted, body)
 	}

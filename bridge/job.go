@@ -116,12 +116,14 @@ type JobError struct {
 
 // Job error codes (lastError.code).
 const (
-	JobErrAgent       = "agent_error"          // the agent reported an error result
-	JobErrCrashed     = "agent_crashed"        // the process ended without a result
-	JobErrTimeout     = "job_timeout"          // wall-clock limit reached
-	JobErrInactive    = "agent_inactive"       // no output within the inactivity limit
-	JobErrUnavailable = "provider_unavailable" // the agent CLI could not be started
-	JobErrInterrupted = "daemon_restarted"     // the daemon stopped while it ran
+	JobErrAgent       = "agent_error"           // the agent reported an error result
+	JobErrCrashed     = "agent_crashed"         // the process ended without a result
+	JobErrTimeout     = "job_timeout"           // wall-clock limit reached
+	JobErrInactive    = "agent_inactive"        // no output within the inactivity limit
+	JobErrUnavailable = "provider_unavailable"  // the agent CLI could not be started, or could not reach its service
+	JobErrInterrupted = "daemon_restarted"      // the daemon stopped while it ran
+	JobErrAuth        = "provider_auth"         // the agent CLI is not logged in, or its login was refused
+	JobErrRateLimited = "provider_rate_limited" // the provider refused the request for rate or usage limits
 )
 
 // Attempt is one run of a job from its original prompt.

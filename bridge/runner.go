@@ -254,7 +254,8 @@ func (sc *scheduler) runTurn(daemonCtx, ctx context.Context, job Job, msg string
 	}
 	req := provider.Request{Prompt: msg, WorkDir: workDir, SessionID: job.SessionID}
 	req.Model, req.MaxTurns = agentStepOptions(job)
-	res, runErr := prof.provider.Run(watchCtx, req, rec.emit)
+	prov := rec.resolve(prof.provider)
+	res, runErr := prov.Run(watchCtx, req, rec.emit)
 	rec.flushTools()
 	// The outcome is queued after the turn's events on the same writer, so
 	// it commits with or after them; waiting in between would cost an fsync.
@@ -275,17 +276,49 @@ func (sc *scheduler) runTurn(daemonCtx, ctx context.Context, job Job, msg string
 	case errors.Is(cause, errInactive):
 		s.finishTurn(job, ActFail, &JobError{Code: JobErrInactive, Message: fmt.Sprintf("the agent printed nothing for %s", s.cfg.InactivityTimeout.D())}, "", 0)
 	case runErr != nil:
-		var exit *provider.ExitError
-		code := JobErrUnavailable
-		if errors.As(runErr, &exit) {
-			code = JobErrCrashed
-		}
-		s.finishTurn(job, ActFail, &JobError{Code: code, Message: runErr.Error()}, "", 0)
+		s.finishTurn(job, ActFail, runError(prov.Name(), runErr), "", 0)
+	case res.Failure != "":
+		// The CLI's own words ("Not logged in · Please run /login") are
+		// not an answer: they go to the job error only.
+		s.finishTurn(job, ActFail, failureError(prov.Name(), res.Failure, res.Text), "", 0)
 	case res.IsError:
 		s.finishTurn(job, ActFail, &JobError{Code: JobErrAgent, Message: excerpt(res.Text, 2000)}, res.Text, 0)
 	default:
 		s.finishTurn(job, ActSucceed, nil, res.Text, 1)
 	}
+}
+
+// runError turns a provider's failure to reach a result into a job error.
+func runError(name string, err error) *JobError {
+	var exit *provider.ExitError
+	var stall *provider.StallError
+	switch {
+	case errors.As(err, &stall):
+		if stall.Failure != "" {
+			return failureError(name, stall.Failure, err.Error())
+		}
+		return &JobError{Code: JobErrUnavailable, Message: excerpt(err.Error()+
+			"; check the network and that the CLI works on its own (bridge.stall-timeout)", 2000)}
+	case errors.As(err, &exit):
+		return &JobError{Code: JobErrCrashed, Message: err.Error()}
+	}
+	return &JobError{Code: JobErrUnavailable, Message: err.Error()}
+}
+
+// failureError is the job error of a turn whose agent named the cause of
+// its failure. The message says what to do, docs/bridge-api.md "Jobs".
+func failureError(name, failure, said string) *JobError {
+	said = excerpt(said, 1000)
+	if failure == provider.FailureRateLimit {
+		return &JobError{Code: JobErrRateLimited, Message: fmt.Sprintf(
+			"%s: the provider refused the request for rate or usage limits; retry the job later. The agent said: %s", name, said)}
+	}
+	login := "run `claude /login` (or give the daemon ANTHROPIC_API_KEY)"
+	if name == provider.NameCodex {
+		login = "run `codex login`"
+	}
+	return &JobError{Code: JobErrAuth, Message: fmt.Sprintf(
+		"%s is not logged in or its login was refused: %s as the user the bridge runs as, then retry the job. The agent said: %s", name, login, said)}
 }
 
 // watchdog cancels a turn whose agent has been silent for longer than limit.
@@ -451,6 +484,25 @@ func (r *recorder) wait() {
 	}
 }
 
+// resolve returns the provider this turn runs with. An auto profile looks
+// for the CLIs now, so one installed since the daemon started is used; the
+// job then names the provider that really ran (echo included, which marks
+// its answer as a demo).
+func (r *recorder) resolve(p provider.Provider) provider.Provider {
+	if a, ok := p.(*provider.Auto); ok {
+		p = a.Pick()
+	}
+	if name, j := p.Name(), r.job; name != j.Provider {
+		r.write(func(tx *sql.Tx, ev *pending) error {
+			if _, err := tx.Exec(`UPDATE bridge_jobs SET provider = ? WHERE id = ?`, name, j.ID); err != nil {
+				return err
+			}
+			return r.s.audit(tx, j.ID, j.Attempt, "job.provider", map[string]string{"from": j.Provider, "to": name}, nil)
+		})
+	}
+	return p
+}
+
 // emit is called by the provider for every output line, in order.
 func (r *recorder) emit(e provider.Event) {
 	r.lastActivity.Store(time.Now().UnixNano())
@@ -467,17 +519,42 @@ func (r *recorder) emit(e provider.Event) {
 			return s.audit(tx, j.ID, j.Attempt, "agent.session", map[string]string{"sessionId": e.SessionID}, nil)
 		})
 	case provider.EventMessage, provider.EventReasoning:
-		if e.Kind == provider.EventMessage {
+		// A subagent's text (ParentToolID set) belongs to its tool call:
+		// it is recorded under it and never streamed as the answer.
+		if e.Kind == provider.EventMessage && e.ParentToolID == "" {
 			s.waiters.delta(j.ID, e.Text)
 		}
 		r.write(func(tx *sql.Tx, ev *pending) error {
-			ev.add(j.Client, j.ID, "agent."+string(e.Kind), map[string]string{"text": e.Text})
-			return s.audit(tx, j.ID, j.Attempt, "agent."+string(e.Kind), map[string]string{"text": excerpt(e.Text, 200)}, map[string]string{"text": e.Text})
+			ev.add(j.Client, j.ID, "agent."+string(e.Kind), nested(e, map[string]any{"text": e.Text}))
+			return s.audit(tx, j.ID, j.Attempt, "agent."+string(e.Kind), nested(e, map[string]any{"text": excerpt(e.Text, 200)}), map[string]string{"text": e.Text})
 		})
 	case provider.EventToolCall:
-		r.toolCall(e.Tool)
+		r.toolCall(e.Tool, e.ParentToolID)
 	case provider.EventToolResult:
-		r.toolResult(e.Tool)
+		r.toolResult(e.Tool, e.ParentToolID)
+	case provider.EventRetry:
+		r.write(func(tx *sql.Tx, ev *pending) error {
+			summary := nested(e, map[string]any{"text": excerpt(e.Text, 200)})
+			if e.Code != "" {
+				summary["code"] = e.Code
+			}
+			if e.Retry != nil {
+				summary["attempt"], summary["maxRetries"], summary["delayMs"], summary["status"] = e.Retry.Attempt, e.Retry.MaxRetries, e.Retry.DelayMS, e.Retry.Status
+			}
+			return s.audit(tx, j.ID, j.Attempt, "agent.retry", summary, map[string]string{"text": e.Text})
+		})
+	case provider.EventDenied:
+		if e.Tool == nil {
+			return
+		}
+		r.write(func(tx *sql.Tx, ev *pending) error {
+			files := e.Tool.Files
+			if files == nil {
+				files = []string{}
+			}
+			return s.audit(tx, j.ID, j.Attempt, "agent.permission_denied",
+				map[string]any{"callId": e.Tool.ID, "name": e.Tool.Name, "files": files}, map[string]any{"input": e.Tool.Input})
+		})
 	case provider.EventUsage, provider.EventResult:
 		if e.Usage == nil && e.Kind == provider.EventUsage {
 			return
@@ -499,7 +576,11 @@ func (r *recorder) emit(e provider.Event) {
 		})
 	case provider.EventError, provider.EventLog:
 		r.write(func(tx *sql.Tx, ev *pending) error {
-			return s.audit(tx, j.ID, j.Attempt, "agent."+string(e.Kind), map[string]string{"text": excerpt(e.Text, 200)}, map[string]string{"text": e.Text})
+			summary := nested(e, map[string]any{"text": excerpt(e.Text, 200)})
+			if e.Code != "" {
+				summary["code"] = e.Code // the agent's error class, e.g. authentication_failed
+			}
+			return s.audit(tx, j.ID, j.Attempt, "agent."+string(e.Kind), summary, map[string]string{"text": e.Text})
 		})
 	case provider.EventRaw:
 		// Lines the parser did not understand: kept whole in the audit log.
@@ -513,6 +594,15 @@ func (r *recorder) emit(e provider.Event) {
 	}
 }
 
+// nested adds parentToolUseId to an audit summary or live event of a
+// subagent's event, so it shows under the tool call that started it.
+func nested(e provider.Event, m map[string]any) map[string]any {
+	if e.ParentToolID != "" {
+		m["parentToolUseId"] = e.ParentToolID
+	}
+	return m
+}
+
 func (r *recorder) addUsage(tx *sql.Tx, u provider.Usage) error {
 	_, err := tx.Exec(`UPDATE bridge_jobs SET usage = json_object(
 		'inputTokens', json_extract(usage, '$.inputTokens') + ?, 'outputTokens', json_extract(usage, '$.outputTokens') + ?,
@@ -522,7 +612,7 @@ func (r *recorder) addUsage(tx *sql.Tx, u provider.Usage) error {
 	return err
 }
 
-func (r *recorder) toolCall(t *provider.ToolEvent) {
+func (r *recorder) toolCall(t *provider.ToolEvent, parent string) {
 	if t == nil {
 		return
 	}
@@ -544,12 +634,13 @@ func (r *recorder) toolCall(t *provider.ToolEvent) {
 			j.ID, seq, j.Attempt, t.ID, t.Name, input, mustJSON(files), len(files) > 0, nowString(now)); err != nil {
 			return err
 		}
-		ev.add(j.Client, j.ID, "tool.started", map[string]any{"seq": seq, "name": t.Name, "files": files})
-		return s.audit(tx, j.ID, j.Attempt, "tool.call", map[string]any{"seq": seq, "name": t.Name, "callId": t.ID, "files": files}, map[string]any{"input": t.Input})
+		e := provider.Event{ParentToolID: parent}
+		ev.add(j.Client, j.ID, "tool.started", nested(e, map[string]any{"seq": seq, "name": t.Name, "files": files}))
+		return s.audit(tx, j.ID, j.Attempt, "tool.call", nested(e, map[string]any{"seq": seq, "name": t.Name, "callId": t.ID, "files": files}), map[string]any{"input": t.Input})
 	})
 }
 
-func (r *recorder) toolResult(t *provider.ToolEvent) {
+func (r *recorder) toolResult(t *provider.ToolEvent, parent string) {
 	if t == nil {
 		return
 	}
@@ -557,7 +648,7 @@ func (r *recorder) toolResult(t *provider.ToolEvent) {
 	seq, known := r.tools[t.ID]
 	if !known {
 		// A result without a call we saw: record it as its own observation.
-		r.toolCall(&provider.ToolEvent{ID: t.ID, Name: t.Name, Files: t.Files})
+		r.toolCall(&provider.ToolEvent{ID: t.ID, Name: t.Name, Files: t.Files}, parent)
 		seq = r.tools[t.ID]
 	}
 	finished := nowString(s.now())
@@ -578,8 +669,9 @@ func (r *recorder) toolResult(t *provider.ToolEvent) {
 		if _, err := tx.Exec(q+` WHERE job_id = ? AND seq = ?`, args...); err != nil {
 			return err
 		}
-		ev.add(j.Client, j.ID, "tool.finished", map[string]any{"seq": seq, "name": t.Name, "status": status})
-		return s.audit(tx, j.ID, j.Attempt, "tool.result", map[string]any{"seq": seq, "name": t.Name, "status": status, "outputBytes": len(t.Output)}, map[string]any{"output": t.Output, "isError": t.IsError})
+		e := provider.Event{ParentToolID: parent}
+		ev.add(j.Client, j.ID, "tool.finished", nested(e, map[string]any{"seq": seq, "name": t.Name, "status": status}))
+		return s.audit(tx, j.ID, j.Attempt, "tool.result", nested(e, map[string]any{"seq": seq, "name": t.Name, "status": status, "outputBytes": len(t.Output)}), map[string]any{"output": t.Output, "isError": t.IsError})
 	})
 }
 

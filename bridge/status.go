@@ -4,6 +4,8 @@ import (
 	"net/http"
 
 	"github.com/julienschmidt/httprouter"
+
+	"github.com/agentbridge/bridge/bridge/provider"
 )
 
 // ProviderStatus describes one profile's agent for /status and `bridge status`.
@@ -12,15 +14,22 @@ type ProviderStatus struct {
 	Provider  string `json:"provider"`
 	Available bool   `json:"available"`
 	Demo      bool   `json:"demo"`
-	Error     string `json:"error,omitempty"`
+	// Permissions is what the agent may do unasked: Claude's permission
+	// mode or Codex's sandbox; empty for command and echo.
+	Permissions string `json:"permissions,omitempty"`
+	Error       string `json:"error,omitempty"`
 }
 
 func (s *Service) providerStatus() []ProviderStatus {
 	out := []ProviderStatus{}
 	for _, name := range s.profileNames() {
 		prof := s.profiles[name]
-		ps := ProviderStatus{Profile: name, Provider: prof.provider.Name(), Demo: prof.provider.Demo(), Available: true}
-		if err := prof.provider.Available(); err != nil {
+		p := prof.provider
+		if a, ok := p.(*provider.Auto); ok {
+			p = a.Pick() // what a job started now would use; one detection for all fields
+		}
+		ps := ProviderStatus{Profile: name, Provider: p.Name(), Demo: p.Demo(), Permissions: p.Permissions(), Available: true}
+		if err := p.Available(); err != nil {
 			ps.Available, ps.Error = false, err.Error()
 		}
 		out = append(out, ps)

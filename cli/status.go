@@ -73,11 +73,12 @@ Exit codes: 0 running, 3 not running, 1 other errors.`,
 			// they are optional extras if the owner token is unreadable.
 			var bs struct {
 				Providers []struct {
-					Profile   string `json:"profile"`
-					Provider  string `json:"provider"`
-					Available bool   `json:"available"`
-					Demo      bool   `json:"demo"`
-					Error     string `json:"error"`
+					Profile     string `json:"profile"`
+					Provider    string `json:"provider"`
+					Available   bool   `json:"available"`
+					Demo        bool   `json:"demo"`
+					Permissions string `json:"permissions"`
+					Error       string `json:"error"`
 				} `json:"providers"`
 				Jobs map[string]int `json:"jobs"`
 			}
@@ -96,14 +97,7 @@ Exit codes: 0 running, 3 not running, 1 other errors.`,
 			fmt.Fprintf(a.out, "  bridge API:   %s\n  services API: %s\n  version:      %s (%s)\n  health:       %s\n  data dir:     %s\n",
 				st.BridgeURL, st.ServicesURL, st.Version, st.Commit, health, st.DataDir)
 			for _, p := range bs.Providers {
-				note := ""
-				switch {
-				case p.Demo:
-					note = " (demo: echoes prompts; install Claude Code or Codex for real work)"
-				case !p.Available:
-					note = " (unavailable: " + p.Error + ")"
-				}
-				fmt.Fprintf(a.out, "  profile %-8s %s%s\n", p.Profile+":", p.Provider, note)
+				fmt.Fprintf(a.out, "  profile %-8s %s%s\n", p.Profile+":", p.Provider, providerNote(p.Demo, p.Available, p.Permissions, p.Error))
 			}
 			if bs.Jobs != nil {
 				fmt.Fprintf(a.out, "  jobs:         %d queued, %d running, %d paused\n", bs.Jobs["queued"], bs.Jobs["running"], bs.Jobs["paused"])
@@ -113,6 +107,23 @@ Exit codes: 0 running, 3 not running, 1 other errors.`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
 	return cmd
+}
+
+// providerNote qualifies a profile's provider in `bridge status`: the echo
+// demo, what the agent may do unasked (Claude's permission mode or Codex's
+// sandbox, README "Agent providers"), or why it cannot run.
+func providerNote(demo, available bool, permissions, errText string) string {
+	if demo {
+		return " (demo: echoes prompts; install Claude Code or Codex for real work)"
+	}
+	note := ""
+	if permissions != "" {
+		note = " (permissions: " + permissions + ")"
+	}
+	if !available {
+		note += " (unavailable: " + errText + ")"
+	}
+	return note
 }
 
 func (a *app) notRunning(asJSON bool, dir, why string) error {

@@ -43,6 +43,11 @@ var errUnauthorized = newError(http.StatusUnauthorized, "WH-UNAUTHORIZED", "unau
 
 func (s *Service) owner(h httprouter.Handle) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		if _, err := httpx.SingleHeader(r.Header, "Authorization"); err != nil {
+			// Which of two tokens was meant is a guess (issue 20, item 7).
+			writeError(w, r, newError(http.StatusBadRequest, "WH-INVALID-HEADER", "invalid_header", err.Error()))
+			return
+		}
 		if s.isOwner == nil || !s.isOwner(r) {
 			writeError(w, r, errUnauthorized)
 			return

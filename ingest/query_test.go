@@ -102,3 +102,18 @@ func TestClientErrorsNotLoggedAtError(t *testing.T) {
 		t.Fatalf("client errors logged at ERROR: %q", lc.errors)
 	}
 }
+
+// Issue 20, item 7: two Authorization headers are refused, not resolved by
+// taking one of them.
+func TestTwoAuthorizationHeadersRefused(t *testing.T) {
+	is := is.New(t)
+	h := newHarness(t, harnessOpt{})
+	req, err := http.NewRequest(http.MethodGet, h.srv.URL+"/api/v1/webhook-events", nil)
+	is.NoErr(err)
+	req.Header.Add("Authorization", "Bearer "+testOwnerToken)
+	req.Header.Add("Authorization", "Bearer someone-else")
+	resp, err := http.DefaultClient.Do(req)
+	is.NoErr(err)
+	p := readProblem(t, resp, http.StatusBadRequest)
+	is.Equal(p.Code, "WH-INVALID-HEADER")
+}

@@ -8,7 +8,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/agentbridge/bridge/config"
-	"github.com/agentbridge/bridge/httpx"
 	"github.com/agentbridge/bridge/store"
 	"github.com/agentbridge/bridge/store/broker"
 	"github.com/agentbridge/bridge/store/secretbox"
@@ -39,14 +38,9 @@ type Deps struct {
 	BridgeAddr, ServicesAddr string
 }
 
-// BearerToken extracts the token of an "Authorization: Bearer" header. A
-// request with two Authorization headers has none: which one was meant is a
-// guess (surfaces answer their own 400 first, see httpx.SingleHeader).
+// BearerToken extracts the token of an "Authorization: Bearer" header.
 func BearerToken(r *http.Request) (string, bool) {
-	h, err := httpx.SingleHeader(r.Header, "Authorization")
-	if err != nil {
-		return "", false
-	}
+	h := r.Header.Get("Authorization")
 	scheme, tok, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return "", false

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -53,7 +52,6 @@ type harnessOpt struct {
 	env     map[string]string
 	wrap    func(broker.Broker) broker.Broker // e.g. inject publish failures
 	noStart bool
-	logger  *slog.Logger
 }
 
 // testBroker opens a Bolt broker whose messages can hold a full payload.
@@ -103,7 +101,7 @@ func newHarness(t *testing.T, o harnessOpt) *harness {
 		t.Fatal(err)
 	}
 	h.svc, err = New(daemon.Deps{
-		DataDir: h.dir, DB: h.db, Broker: h.broker, Config: f, Box: box, Logger: o.logger,
+		DataDir: h.dir, DB: h.db, Broker: h.broker, Config: f, Box: box,
 		IsOwner: func(r *http.Request) bool {
 			tok, ok := daemon.BearerToken(r)
 			return ok && tok == testOwnerToken

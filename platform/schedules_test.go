@@ -1,6 +1,7 @@
 package platform_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -148,7 +149,7 @@ func TestScheduleFiresOncePerOccurrenceAndSkipsMissedOnes(t *testing.T) {
 	start := clk.Now()
 	minute := start.Truncate(time.Minute)
 
-	res := h.saveSchedule(op, map[string]any{"cron": "*  *  * * *", "activation_id": act, "input": map[string]any{"name": "cron"}}, "")
+	res := h.saveSchedule(op, map[string]any{"cron": "*  *  * * *", "activation_id": act, "input": map[string]any{"name": "cron", "apiKey": "sk-1"}}, "")
 	var u trigger.Upcoming
 	h.must(201, res, &u)
 	is.Equal(res.header.Get("ETag"), `"1"`)
@@ -163,6 +164,8 @@ func TestScheduleFiresOncePerOccurrenceAndSkipsMissedOnes(t *testing.T) {
 	is.Equal(u.Upcoming[4], minute.Add(5*time.Minute))
 	is.Equal(u.PrincipalID, h.principalOf(op))
 	is.Equal(u.BlockedReason, nil)
+	is.Equal(string(u.Input), `{"apiKey":"[redacted]","name":"cron"}`) // secret values are never shown
+	is.Equal(string(h.getSchedule(op, u.ID).Input), `{"apiKey":"[redacted]","name":"cron"}`)
 
 	settle()
 	is.Equal(len(h.occurrences(op, u.ID)), 0) // nothing is due in the minute of the save
@@ -178,7 +181,12 @@ func TestScheduleFiresOncePerOccurrenceAndSkipsMissedOnes(t *testing.T) {
 	is.True(occ[0].RunID != nil)
 	run := h.waitRun(op, *occ[0].RunID, "succeeded")
 	is.Equal(run.CreatedBy, u.PrincipalID)
-	is.Equal(string(run.State.Input), `{"name":"cron"}`)
+	is.Equal(string(run.State.Input), `{"apiKey":"[redacted]","name":"cron"}`)
+	var out struct {
+		Greeting string `json:"greeting"`
+	}
+	is.NoErr(json.Unmarshal(run.State.Output, &out))
+	is.Equal(out.Greeting, "hello cron")
 	is.Equal(*h.getSchedule(op, u.ID).NextDueAt, m1.Add(time.Minute))
 
 	// Later in the same minute: still one.

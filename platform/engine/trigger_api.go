@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 
 	"github.com/agentbridge/bridge/platform/auth"
 	"github.com/agentbridge/bridge/platform/kernel"
@@ -62,6 +63,23 @@ func (s *Service) CheckStart(ctx context.Context, sc auth.Scope, activation stri
 	_, _, err = kernel.Step(pl.p.p, kernel.State{}, kernel.Event{Kind: kernel.EventStarted, ID: "check", RunID: "check", Seq: 1,
 		At: s.timestamp(), Input: pl.input})
 	return refusal(err)
+}
+
+// RedactInput answers input with the values the activation's workflow
+// marks secret replaced, as run views show a run's input: schedules and
+// triggers show their stored input so.
+func (s *Service) RedactInput(ctx context.Context, sc auth.Scope, activation string, input json.RawMessage) (json.RawMessage, error) {
+	r := s.db.Reader()
+	var version string
+	if err := r.QueryRowContext(ctx, `SELECT published_version_id FROM platform_activations WHERE id = ? AND environment_id = ?`,
+		activation, sc.Environment).Scan(&version); err != nil {
+		return nil, fmt.Errorf("engine: read activation %s: %w", activation, err)
+	}
+	p, err := s.program(ctx, r, sc.Project, version)
+	if err != nil {
+		return nil, err
+	}
+	return redact(input, p.sec.Input), nil
 }
 
 // Phase is a scheduler phase another package adds to the loop (the due

@@ -118,7 +118,11 @@ func (s *Service) save(c *api.Call) error {
 		if err != nil {
 			return nil, err
 		}
-		res := &api.Result{Body: Upcoming{Schedule: r.Schedule, Upcoming: ck.cal.Upcoming(now, 5)}, Revision: r.Revision}
+		shown, err := s.shown(ctx, sc, r.Schedule)
+		if err != nil {
+			return nil, err
+		}
+		res := &api.Result{Body: Upcoming{Schedule: shown, Upcoming: ck.cal.Upcoming(now, 5)}, Revision: r.Revision}
 		if created {
 			res.Location = schedulePath(sc, r.ID)
 		} else {
@@ -203,7 +207,11 @@ func (s *Service) transition(c *api.Call, apply func(r *row, now time.Time) erro
 		if err := storeOver(c.Context(), tx, r, cur); err != nil {
 			return nil, err
 		}
-		return &api.Result{Body: r.Schedule, Revision: r.Revision}, nil
+		shown, err := s.shown(c.Context(), c.PathScope(), r.Schedule)
+		if err != nil {
+			return nil, err
+		}
+		return &api.Result{Body: shown, Revision: r.Revision}, nil
 	}, nil)
 }
 
@@ -276,6 +284,11 @@ func (s *Service) list(c *api.Call) error {
 	if err != nil {
 		return err
 	}
+	for i := range rows {
+		if rows[i], err = s.shown(c.Context(), c.PathScope(), rows[i]); err != nil {
+			return err
+		}
+	}
 	page, err := api.MakePage(q, rows, func(s Schedule) string { return s.ID })
 	if err != nil {
 		return err
@@ -289,7 +302,11 @@ func (s *Service) get(c *api.Call) error {
 	if err != nil {
 		return err
 	}
-	return c.Respond(&api.Result{Body: r.Schedule, Revision: r.Revision})
+	shown, err := s.shown(c.Context(), c.PathScope(), r.Schedule)
+	if err != nil {
+		return err
+	}
+	return c.Respond(&api.Result{Body: shown, Revision: r.Revision})
 }
 
 // occurrences serves GET E/schedules/{id}/occurrences.

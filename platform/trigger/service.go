@@ -20,6 +20,8 @@ import (
 type Runs interface {
 	StartActivation(ctx context.Context, st engine.LocalStart) (engine.RunInfo, error)
 	CheckStart(ctx context.Context, sc auth.Scope, activation string, input json.RawMessage) error
+	// RedactInput hides the values the workflow marks secret.
+	RedactInput(ctx context.Context, sc auth.Scope, activation string, input json.RawMessage) (json.RawMessage, error)
 }
 
 // Standing decides whether a principal currently holds a capability at a
@@ -68,3 +70,14 @@ func New(o Options) (*Service, error) {
 
 // timestamp is the clock's time at the stored precision (milliseconds).
 func (s *Service) timestamp() time.Time { return s.now().UTC().Truncate(time.Millisecond) }
+
+// shown is sch as the routes show it: the input's secret values (as the
+// workflow marks them) redacted, like a run's.
+func (s *Service) shown(ctx context.Context, sc auth.Scope, sch Schedule) (Schedule, error) {
+	in, err := s.runs.RedactInput(ctx, sc, sch.ActivationID, sch.Input)
+	if err != nil {
+		return Schedule{}, err
+	}
+	sch.Input = in
+	return sch, nil
+}

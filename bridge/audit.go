@@ -83,15 +83,16 @@ func (s *Service) handleAudit(w http.ResponseWriter, r *http.Request, p Principa
 	return respond(w, http.StatusOK, map[string]any{"jobId": job.ID, "through": through, "entries": entries, "nextAfter": next, "hasMore": more})
 }
 
-const toolColumns = `seq, attempt, call_id, name, input, output, status, error, files, started_at, finished_at`
+const toolColumns = `seq, attempt, call_id, name, input, output, status, error, files, started_at, finished_at, parent_call_id`
 
 func scanTool(row scanner) (Tool, error) {
 	var t Tool
-	var input, output, errS, finished sql.NullString
+	var input, output, errS, finished, parent sql.NullString
 	var files, started string
-	if err := row.Scan(&t.Seq, &t.Attempt, &t.CallID, &t.Name, &input, &output, &t.Status, &errS, &files, &started, &finished); err != nil {
+	if err := row.Scan(&t.Seq, &t.Attempt, &t.CallID, &t.Name, &input, &output, &t.Status, &errS, &files, &started, &finished, &parent); err != nil {
 		return t, err
 	}
+	t.ParentCallID = parent.String
 	t.Input = json.RawMessage("null")
 	if input.Valid && input.String != "" {
 		t.Input = json.RawMessage(input.String)

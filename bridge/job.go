@@ -161,18 +161,21 @@ type AuditEntry struct {
 
 // Tool is one tool call the agent made, numbered from 1 within the job.
 type Tool struct {
-	Seq        int             `json:"seq"`
-	Attempt    int             `json:"attempt"`
-	CallID     string          `json:"callId"`
-	Name       string          `json:"name"`
-	Input      json.RawMessage `json:"input"`
-	Output     *string         `json:"output"`
-	Status     string          `json:"status"` // running, succeeded, failed, abandoned
-	Error      *string         `json:"error"`
-	Files      []string        `json:"files"`
-	StartedAt  time.Time       `json:"startedAt"`
-	FinishedAt *time.Time      `json:"finishedAt"`
-	DurationMS *int64          `json:"durationMs"`
+	Seq     int    `json:"seq"`
+	Attempt int    `json:"attempt"`
+	CallID  string `json:"callId"`
+	// ParentCallID is the callId of the tool call (a subagent) inside which
+	// this one was made; empty for the main agent's calls.
+	ParentCallID string          `json:"parentCallId,omitempty"`
+	Name         string          `json:"name"`
+	Input        json.RawMessage `json:"input"`
+	Output       *string         `json:"output"`
+	Status       string          `json:"status"` // running, succeeded, failed, abandoned
+	Error        *string         `json:"error"`
+	Files        []string        `json:"files"`
+	StartedAt    time.Time       `json:"startedAt"`
+	FinishedAt   *time.Time      `json:"finishedAt"`
+	DurationMS   *int64          `json:"durationMs"`
 }
 
 func ptrTime(t time.Time) *time.Time { return &t }

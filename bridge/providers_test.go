@@ -226,6 +226,14 @@ func TestSubagentFramesKeptApart(t *testing.T) {
 		}
 	}
 	is.Equal(nestedTools, 1) // the subagent's Grep
+	// Tool observations nest the same way.
+	tools := e.do("GET", "/v1/bridge/jobs/"+id+"/tools", tok, nil).json(t)["tools"].([]any)
+	parents := map[string]any{}
+	for _, tl := range tools {
+		m := tl.(map[string]any)
+		parents[m["name"].(string)] = m["parentCallId"]
+	}
+	is.Equal(parents, map[string]any{"Task": nil, "Grep": "toolu_01TaskSub1", "Bash": nil})
 
 	retry := audit["agent.retry"]
 	is.Equal(len(retry), 1)

@@ -630,8 +630,8 @@ func (r *recorder) toolCall(t *provider.ToolEvent, parent string) {
 	}
 	now := s.now().UTC()
 	r.write(func(tx *sql.Tx, ev *pending) error {
-		if _, err := tx.Exec(`INSERT INTO bridge_tools(job_id, seq, attempt, call_id, name, input, status, files, has_files, started_at) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)`,
-			j.ID, seq, j.Attempt, t.ID, t.Name, input, mustJSON(files), len(files) > 0, nowString(now)); err != nil {
+		if _, err := tx.Exec(`INSERT INTO bridge_tools(job_id, seq, attempt, call_id, name, input, status, files, has_files, started_at, parent_call_id) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)`,
+			j.ID, seq, j.Attempt, t.ID, t.Name, input, mustJSON(files), len(files) > 0, nowString(now), sql.NullString{String: parent, Valid: parent != ""}); err != nil {
 			return err
 		}
 		e := provider.Event{ParentToolID: parent}

@@ -31,6 +31,10 @@ func newSSRFPolicy(s *Settings) *ssrfPolicy {
 	p := &ssrfPolicy{allowLoopback: s.SSRF.AllowLoopback, allowPrivate: s.SSRF.AllowPrivate}
 	for _, c := range s.SSRF.AllowedCIDRs {
 		if pre, err := netip.ParsePrefix(c); err == nil {
+			// Addresses are checked unmapped, so ::ffff:a.b.c.d/n is a.b.c.d/(n-96).
+			if pre.Addr().Is4In6() && pre.Bits() >= 96 {
+				pre = netip.PrefixFrom(pre.Addr().Unmap(), pre.Bits()-96)
+			}
 			p.allowed = append(p.allowed, pre.Masked())
 		}
 	}

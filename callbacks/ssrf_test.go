@@ -88,7 +88,10 @@ func TestSSRFMetadataNeedsExactEntry(t *testing.T) {
 			t.Errorf("%s: %v", addr, err)
 		}
 	}
-	exact := policy(false, "169.254.169.254/32", "fd00:ec2::254/128")
+	if err := policy(false, "169.254.169.254/32").check(netip.MustParseAddr("169.254.169.254")); err != nil {
+		t.Errorf("169.254.169.254/32: %v", err)
+	}
+	exact := policy(false, "::ffff:169.254.169.254/128", "fd00:ec2::254/128") // the mapped form names it too
 	for _, addr := range []string{"169.254.169.254", "fd00:ec2::254", "64:ff9b::a9fe:a9fe"} {
 		if err := exact.check(netip.MustParseAddr(addr)); err != nil {
 			t.Errorf("%s named exactly: %v", addr, err)

@@ -8,6 +8,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/agentbridge/bridge/config"
+	"github.com/agentbridge/bridge/httpx"
 	"github.com/agentbridge/bridge/store"
 	"github.com/agentbridge/bridge/store/broker"
 	"github.com/agentbridge/bridge/store/secretbox"
@@ -38,9 +39,14 @@ type Deps struct {
 	BridgeAddr, ServicesAddr string
 }
 
-// BearerToken extracts the token of an "Authorization: Bearer" header.
+// BearerToken extracts the token of an "Authorization: Bearer" header. A
+// request with two Authorization headers has none: which one was meant is a
+// guess (surfaces answer their own 400 first, see httpx.SingleHeader).
 func BearerToken(r *http.Request) (string, bool) {
-	h := r.Header.Get("Authorization")
+	h, err := httpx.SingleHeader(r.Header, "Authorization")
+	if err != nil {
+		return "", false
+	}
 	scheme, tok, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return "", false

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/matryer/is"
+
+	"github.com/agentbridge/bridge/daemon"
 )
 
 // errorBody decodes either shape: {"error":{"code","message"}} or a problem.
@@ -122,4 +124,16 @@ func TestServerErrorsInListenerShape(t *testing.T) {
 			checkShape(t, rawRequest(t, l.url, "GET /health/live HTTP/2.5\r\nHost: HOST\r\n\r\n"), l.services, http.StatusHTTPVersionNotSupported, map[bool]string{false: "unsupported", true: "PF-UNSUPPORTED"}[l.services])
 		})
 	}
+}
+
+func TestBearerTokenRefusesTwoHeaders(t *testing.T) {
+	is := is.New(t)
+	r, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1/", nil)
+	r.Header.Add("Authorization", "Bearer a")
+	tok, ok := daemon.BearerToken(r)
+	is.True(ok)
+	is.Equal(tok, "a")
+	r.Header.Add("Authorization", "Bearer b")
+	_, ok = daemon.BearerToken(r)
+	is.True(!ok) // which one was meant is a guess
 }

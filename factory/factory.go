@@ -107,6 +107,9 @@ type Service struct {
 	started bool
 	closed  bool
 
+	docOnce sync.Once
+	doc     map[string]any // the OpenAPI document, built on first request
+
 	ctx        context.Context
 	cancel     context.CancelCauseFunc
 	wg         sync.WaitGroup

@@ -178,7 +178,7 @@ func (m *machine) retrySafe(inc *Incident, res *Resolution) error {
 		return refuse(CodeReconciliationRequired, "incident %s is not tied to an action: reconcile and accept a result, or terminate", inc.ID)
 	}
 	if inc.Code == IncidentTaskAmbiguous {
-		return refuse(CodeReconciliationRequired, "the outcome of the attempt is unknown (%s): reconcile and accept a result, or terminate", inc.Code)
+		return refuse(CodeReconciliationRequired, "the outcome of the %s action's attempt is unknown (%s): reconcile and accept a result, or terminate", inc.SideEffect, inc.Code)
 	}
 	if !inc.Retryable() {
 		return refuse(CodeReconciliationRequired, "the action's side effect is %s: repeating it is not safe; reconcile and accept a result, or terminate", inc.SideEffect)

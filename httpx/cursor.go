@@ -48,7 +48,7 @@ func LoadCursors(dataDir, surface string) (*Cursors, error) {
 	if dataDir == "" {
 		return nil, errors.New("cursor key: no data directory")
 	}
-	master, err := loadCursorKey(filepath.Join(dataDir, CursorKeyFile))
+	master, err := loadCursorKey(filepath.Join(dataDir, CursorKeyFile), os.Link)
 	if err != nil {
 		return nil, err
 	}
@@ -59,8 +59,9 @@ func LoadCursors(dataDir, surface string) (*Cursors, error) {
 
 // loadCursorKey reads the key file, creating it when absent. Creation
 // writes a temporary file and links it into place, so two services starting
-// together agree on one key and nobody reads a half-written file.
-func loadCursorKey(path string) ([]byte, error) {
+// together agree on one key and nobody reads a half-written file; link is
+// os.Link (a parameter for tests).
+func loadCursorKey(path string, link func(oldname, newname string) error) ([]byte, error) {
 	key, err := readCursorKey(path)
 	if !errors.Is(err, fs.ErrNotExist) {
 		return key, err
@@ -69,27 +70,38 @@ func loadCursorKey(path string) ([]byte, error) {
 	if _, err := rand.Read(key); err != nil {
 		return nil, fmt.Errorf("cursor key: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".cursor-key-*")
+	text := []byte(base64.StdEncoding.EncodeToString(key) + "\n")
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".cursor-key-*") // 0600
 	if err != nil {
 		return nil, fmt.Errorf("cursor key: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	// CreateTemp makes the file 0600.
-	_, err = tmp.WriteString(base64.StdEncoding.EncodeToString(key) + "\n")
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := writeClose(tmp, text); err != nil {
 		return nil, fmt.Errorf("cursor key: write %s: %w", tmp.Name(), err)
 	}
-	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, fmt.Errorf("cursor key: create %s: %w", path, err)
+	if err := link(tmp.Name(), path); err != nil && !errors.Is(err, fs.ErrExist) {
+		// A file system without hard links: create the file in place.
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err == nil {
+			err = writeClose(f, text)
+		}
+		if err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("cursor key: create %s: %w", path, err)
+		}
 	}
 	// Whoever linked first won; everyone uses what is stored.
 	return readCursorKey(path)
+}
+
+func writeClose(f *os.File, data []byte) error {
+	_, err := f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func readCursorKey(path string) ([]byte, error) {

@@ -1,6 +1,7 @@
 package httpx
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -131,5 +132,26 @@ func TestLoadCursorsRefusesBadKeyFile(t *testing.T) {
 func TestCursorScopeIsUnambiguous(t *testing.T) {
 	if CursorScope("a|b", "c") == CursorScope("a", "b|c") {
 		t.Fatal("different parts give the same scope")
+	}
+}
+
+// TestLoadCursorKeyWithoutHardLinks: where the file system refuses hard
+// links the key file is created in place, and then reused.
+func TestLoadCursorKeyWithoutHardLinks(t *testing.T) {
+	path := filepath.Join(t.TempDir(), CursorKeyFile)
+	noLinks := func(string, string) error { return &os.LinkError{Op: "link", Err: errors.ErrUnsupported} }
+	k1, err := loadCursorKey(path, noLinks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, err := loadCursorKey(path, noLinks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(k1) != cursorKeySize || string(k1) != string(k2) {
+		t.Fatal("the key was not kept")
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".cursor-key-*")); len(left) != 0 {
+		t.Fatalf("temporary files left: %v", left)
 	}
 }

@@ -184,3 +184,42 @@ func unsealRun(t *testing.T, box *secretbox.Box, path, id string) {
 	_, err = db.Exec(trigger)
 	is.NoErr(err)
 }
+
+// sealedRateFlow passes a secret input to a worker's action.
+const sealedRateFlow = `kind: workflow
+id: acme/secret-rate
+version: 1
+input: {type: object, required: [currency], properties: {currency: {type: string, x-secret: true}}}
+output: {type: object, properties: {rate: {type: number}}}
+steps:
+  - id: rate
+    action: acme/lookup-rate@1
+    with:
+      currency: =input.currency
+  - id: done
+    succeed:
+      result:
+        rate: =steps.rate.output.rate
+`
+
+// A worker task of a run with secrets is queued sealed: the worker still
+// receives the real input, and the data directory never shows it.
+func TestWorkerTaskOfSecretRunIsSealed(t *testing.T) {
+	is := is.New(t)
+	f := newWorkerFixture(t, "sealed-worker")
+	h, op, w := f.h, f.op, f.w
+	wf := h.mustPublish(op, "workflows", sealedRateFlow, "sealed-rate-flow").ID
+	act := h.mustActivate(ePath(h), op, map[string]any{"published_version_id": wf}, "sealed-rate-activation", "").ID
+	run := f.start(act, "sealed-rate-1", map[string]any{"currency": "cur-secret-77"})
+
+	var spec string
+	is.NoErr(h.d.DB.Reader().QueryRow(`SELECT spec FROM platform_worker_tasks WHERE run_id = ?`, run.ID).Scan(&spec))
+	is.True(!strings.Contains(spec, "cur-secret-77"))
+	task := h.claimOne(w, "sealed", "rates")
+	is.Equal(string(task.Input), `{"currency":"cur-secret-77"}`)
+	h.must(200, h.taskCall(w, "complete", complete(task.ID, "sealed", map[string]any{"rate": 1.5})), nil)
+	is.Equal(string(h.waitRun(op, run.ID, "succeeded").State.Output), `{"rate":1.5}`)
+
+	h.stop()
+	is.Equal(filesHolding(t, h.dir, []string{"cur-secret-77"}), nil)
+}

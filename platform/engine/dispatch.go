@@ -103,7 +103,7 @@ func (s *Service) dispatch(ctx context.Context) (bool, error) {
 			if err := rows.Scan(&d.TaskID, &d.RunID, &d.Executor, &spec); err != nil {
 				return fmt.Errorf("engine: list dispatches: %w", err)
 			}
-			if err := json.Unmarshal([]byte(spec), &d.Spec); err != nil {
+			if err := s.seal.openTaskSpec(spec, d.TaskID, &d.Spec); err != nil {
 				return fmt.Errorf("engine: dispatch %s: %w", d.TaskID, err)
 			}
 			claimed = append(claimed, d)
@@ -186,15 +186,19 @@ const reportAttempts = 3
 // withdrawn meanwhile (cancelled, timed out) is ignored.
 func (s *Service) finish(ctx context.Context, id string, o outcome) error {
 	err := s.db.Write(ctx, func(tx *sql.Tx) error {
-		var run, node string
-		err := tx.QueryRowContext(ctx, `SELECT run_id, coalesce(json_extract(spec, '$.node_id'), '') FROM platform_task_dispatches
-			WHERE task_id = ?`, id).Scan(&run, &node)
+		var run, stored string
+		err := tx.QueryRowContext(ctx, `SELECT run_id, spec FROM platform_task_dispatches WHERE task_id = ?`, id).Scan(&run, &stored)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("engine: read dispatch: %w", err)
 		}
+		var spec kernel.TaskSpec
+		if err := s.seal.openTaskSpec(stored, id, &spec); err != nil {
+			return err
+		}
+		node := spec.NodeID
 		if _, err := tx.ExecContext(ctx, `DELETE FROM platform_task_dispatches WHERE task_id = ?`, id); err != nil {
 			return fmt.Errorf("engine: delete dispatch: %w", err)
 		}

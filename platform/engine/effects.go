@@ -66,7 +66,7 @@ func (s *Service) startTask(ctx context.Context, tx *sql.Tx, r *runRow, p *progr
 	case kernel.ExecutorAgent:
 		executor = executorAgent
 	case kernel.ExecutorWorker:
-		if err := enqueueWorkerTask(ctx, tx, r, t); err != nil {
+		if err := s.enqueueWorkerTask(ctx, tx, r, t, !p.sec.none); err != nil {
 			return err
 		}
 		return writeLog(ctx, tx, r.ID, logLine{At: s.timestamp(), Seq: r.State.Seq, Type: "task_queued", Node: t.NodeID,
@@ -83,13 +83,13 @@ func (s *Service) startTask(ctx context.Context, tx *sql.Tx, r *runRow, p *progr
 	default:
 		executor = executorUnavailable
 	}
-	spec, err := json.Marshal(t)
+	spec, err := s.seal.taskSpec(!p.sec.none, t)
 	if err != nil {
-		return fmt.Errorf("engine: encode task: %w", err)
+		return err
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO platform_task_dispatches(task_id, run_id, environment_id, executor, spec, status, created_at)
 		VALUES (?, ?, ?, ?, ?, 'pending', ?) ON CONFLICT(task_id) DO NOTHING`,
-		t.TaskID, r.ID, r.Environment, executor, string(spec), s.timestamp().UnixMilli()); err != nil {
+		t.TaskID, r.ID, r.Environment, executor, spec, s.timestamp().UnixMilli()); err != nil {
 		return fmt.Errorf("engine: queue task %s: %w", t.TaskID, err)
 	}
 	s.dispatchPending.Store(true)

@@ -2,10 +2,12 @@ package engine
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/agentbridge/bridge/platform/kernel"
 	"github.com/agentbridge/bridge/store/secretbox"
 )
 
@@ -23,6 +25,7 @@ const (
 	adState = "platform/run/state/"
 	adEvent = "platform/run/event/"
 	adInbox = "platform/run/inbox/"
+	adTask  = "platform/run/task/"
 )
 
 // sealer seals and opens the stored JSON of run values.
@@ -72,3 +75,27 @@ func stateAD(run string) string { return adState + run }
 func eventAD(run string, seq int64) string { return fmt.Sprintf("%s%s/%d", adEvent, run, seq) }
 
 func inboxAD(run string) string { return adInbox + run }
+
+func taskAD(task string) string { return adTask + task }
+
+// taskSpec answers the stored text of an issued task: sealed when its run's
+// program holds secrets (its input may carry them to an executor).
+func (s sealer) taskSpec(on bool, t *kernel.TaskSpec) (string, error) {
+	plain, err := json.Marshal(t)
+	if err != nil {
+		return "", fmt.Errorf("engine: encode task: %w", err)
+	}
+	return s.maybe(on, plain, taskAD(t.TaskID))
+}
+
+// openTaskSpec reads the stored spec of task id.
+func (s sealer) openTaskSpec(stored, id string, t *kernel.TaskSpec) error {
+	plain, err := s.open(stored, taskAD(id))
+	if err != nil {
+		return fmt.Errorf("engine: stored task %s: %w", id, err)
+	}
+	if err := json.Unmarshal(plain, t); err != nil {
+		return fmt.Errorf("engine: stored task %s: %w", id, err)
+	}
+	return nil
+}

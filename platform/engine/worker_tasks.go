@@ -44,7 +44,7 @@ type workerTask struct {
 const workerTaskCols = `task_id, run_id, environment_id, queue, spec, status, COALESCE(worker_id, ''), COALESCE(principal_id, ''),
 	lease_expires_at, deadline_at, created_at`
 
-func scanWorkerTask(sc interface{ Scan(...any) error }) (workerTask, error) {
+func (sl sealer) scanWorkerTask(sc interface{ Scan(...any) error }) (workerTask, error) {
 	var w workerTask
 	var spec string
 	var lease, claimBy sql.NullInt64
@@ -53,8 +53,8 @@ func scanWorkerTask(sc interface{ Scan(...any) error }) (workerTask, error) {
 		&lease, &claimBy, &created); err != nil {
 		return w, err
 	}
-	if err := json.Unmarshal([]byte(spec), &w.Spec); err != nil {
-		return w, fmt.Errorf("engine: stored worker task %s: %w", w.TaskID, err)
+	if err := sl.openTaskSpec(spec, w.TaskID, &w.Spec); err != nil {
+		return w, err
 	}
 	if lease.Valid {
 		t := msTime(lease.Int64)
@@ -70,8 +70,8 @@ func scanWorkerTask(sc interface{ Scan(...any) error }) (workerTask, error) {
 
 // getWorkerTask reads a worker task of environment env; errNotFound when
 // there is none.
-func getWorkerTask(ctx context.Context, q querier, env, id string) (workerTask, error) {
-	w, err := scanWorkerTask(q.QueryRowContext(ctx, `SELECT `+workerTaskCols+` FROM platform_worker_tasks
+func (s *Service) getWorkerTask(ctx context.Context, q querier, env, id string) (workerTask, error) {
+	w, err := s.seal.scanWorkerTask(q.QueryRowContext(ctx, `SELECT `+workerTaskCols+` FROM platform_worker_tasks
 		WHERE task_id = ? AND environment_id = ?`, id, env))
 	if errors.Is(err, sql.ErrNoRows) {
 		return w, errNotFound
@@ -97,14 +97,14 @@ func workerQueue(t *kernel.TaskSpec) (string, error) {
 // enqueueWorkerTask queues the attempt t of run r for the workers of its
 // queue, in the transaction that issued it (ready, claimable at once). An
 // effect performed twice is harmless: the task id is the row's key.
-func enqueueWorkerTask(ctx context.Context, tx *sql.Tx, r *runRow, t *kernel.TaskSpec) error {
+func (s *Service) enqueueWorkerTask(ctx context.Context, tx *sql.Tx, r *runRow, t *kernel.TaskSpec, sealed bool) error {
 	queue, err := workerQueue(t)
 	if err != nil {
 		return err
 	}
-	spec, err := json.Marshal(t)
+	spec, err := s.seal.taskSpec(sealed, t)
 	if err != nil {
-		return fmt.Errorf("engine: encode task: %w", err)
+		return err
 	}
 	var deadline *int64
 	if t.Deadline != nil {
@@ -113,7 +113,7 @@ func enqueueWorkerTask(ctx context.Context, tx *sql.Tx, r *runRow, t *kernel.Tas
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO platform_worker_tasks(task_id, run_id, tenant_id, project_id, environment_id,
 		queue, spec, status, deadline_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'ready', ?, ?) ON CONFLICT(task_id) DO NOTHING`,
-		t.TaskID, r.ID, r.Tenant, r.Project, r.Environment, queue, string(spec), deadline, r.UpdatedAt.UnixMilli()); err != nil {
+		t.TaskID, r.ID, r.Tenant, r.Project, r.Environment, queue, spec, deadline, r.UpdatedAt.UnixMilli()); err != nil {
 		return fmt.Errorf("engine: queue worker task %s: %w", t.TaskID, err)
 	}
 	return nil
@@ -231,7 +231,7 @@ func (s *Service) eachDueTask(ctx context.Context, query string, handle func(con
 // recoverLease recovers the lease of task id in tx if it is still expired
 // (a heartbeat or an outcome may have come first).
 func (s *Service) recoverLease(ctx context.Context, tx *sql.Tx, id string) error {
-	w, err := scanWorkerTask(tx.QueryRowContext(ctx, `SELECT `+workerTaskCols+` FROM platform_worker_tasks WHERE task_id = ?`, id))
+	w, err := s.seal.scanWorkerTask(tx.QueryRowContext(ctx, `SELECT `+workerTaskCols+` FROM platform_worker_tasks WHERE task_id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	}
@@ -284,7 +284,7 @@ func (s *Service) expireReady(ctx context.Context) (int, error) {
 }
 
 func (s *Service) expireOne(ctx context.Context, tx *sql.Tx, id string) error {
-	w, err := scanWorkerTask(tx.QueryRowContext(ctx, `SELECT `+workerTaskCols+` FROM platform_worker_tasks WHERE task_id = ?`, id))
+	w, err := s.seal.scanWorkerTask(tx.QueryRowContext(ctx, `SELECT `+workerTaskCols+` FROM platform_worker_tasks WHERE task_id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	}

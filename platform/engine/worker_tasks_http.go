@@ -288,7 +288,7 @@ func (s *Service) lease(ctx context.Context, tx *sql.Tx, env, principal string, 
 	}
 	var ready []workerTask
 	for rows.Next() {
-		w, err := scanWorkerTask(rows)
+		w, err := s.seal.scanWorkerTask(rows)
 		if err != nil {
 			rows.Close()
 			return nil, err
@@ -328,11 +328,11 @@ func (s *Service) lease(ctx context.Context, tx *sql.Tx, env, principal string, 
 // (worker and principal) in tx. A task that ended answers its end instead
 // (the caller decides between a replay and a conflict); a task that never
 // existed is 404, one not leased by that holder 409 PF-RUNTIME-STATE.
-func heldTask(ctx context.Context, tx *sql.Tx, sc auth.Scope, id, worker, principal string) (workerTask, *taskEnd, error) {
+func (s *Service) heldTask(ctx context.Context, tx *sql.Tx, sc auth.Scope, id, worker, principal string) (workerTask, *taskEnd, error) {
 	if err := requireEnvironment(ctx, tx, sc); err != nil {
 		return workerTask{}, nil, err
 	}
-	w, err := getWorkerTask(ctx, tx, sc.Environment, id)
+	w, err := s.getWorkerTask(ctx, tx, sc.Environment, id)
 	if errors.Is(err, errNotFound) {
 		end, err := getTaskEnd(ctx, tx, sc.Environment, id)
 		if errors.Is(err, errNotFound) {
@@ -384,7 +384,7 @@ func (s *Service) heartbeat(c *api.Call) error {
 	}
 	ctx, sc, by := c.Context(), c.PathScope(), c.Caller.Principal.ID
 	return c.Commit(func(tx *sql.Tx) (*api.Result, error) {
-		w, end, err := heldTask(ctx, tx, sc, req.TaskID, req.WorkerID, by)
+		w, end, err := s.heldTask(ctx, tx, sc, req.TaskID, req.WorkerID, by)
 		if err != nil {
 			return nil, err
 		}
@@ -476,7 +476,7 @@ func (s *Service) report(c *api.Call, id, worker, outcome string, e kernel.Event
 	}
 	ctx, sc, by := c.Context(), c.PathScope(), c.Caller.Principal.ID
 	return c.Commit(func(tx *sql.Tx) (*api.Result, error) {
-		w, end, err := heldTask(ctx, tx, sc, id, worker, by)
+		w, end, err := s.heldTask(ctx, tx, sc, id, worker, by)
 		if err != nil {
 			return nil, err
 		}
@@ -545,7 +545,7 @@ func (s *Service) listTasks(c *api.Call) error {
 	defer rows.Close()
 	items := []QueuedTask{}
 	for rows.Next() {
-		w, err := scanWorkerTask(rows)
+		w, err := s.seal.scanWorkerTask(rows)
 		if err != nil {
 			return err
 		}

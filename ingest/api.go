@@ -4,8 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -39,6 +43,11 @@ var errUnauthorized = newError(http.StatusUnauthorized, "WH-UNAUTHORIZED", "unau
 
 func (s *Service) owner(h httprouter.Handle) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		if _, err := httpx.SingleHeader(r.Header, "Authorization"); err != nil {
+			// Which of two tokens was meant is a guess (issue 20, item 7).
+			writeError(w, r, newError(http.StatusBadRequest, "WH-INVALID-HEADER", "invalid_header", err.Error()))
+			return
+		}
 		if s.isOwner == nil || !s.isOwner(r) {
 			writeError(w, r, errUnauthorized)
 			return
@@ -53,10 +62,43 @@ type Page[T any] struct {
 	NextCursor string `json:"next_cursor,omitempty"`
 }
 
+func invalidParameter(format string, args ...any) *apiError {
+	return newError(http.StatusBadRequest, "WH-INVALID-PARAMETER", "invalid_parameter", fmt.Sprintf(format, args...))
+}
+
+// checkQuery refuses a query parameter the route does not know, a parameter
+// given twice (which value would win is a guess) and a provider filter that
+// no event could have: a bad filter must not read as an empty result.
+func checkQuery(q url.Values, known ...string) error {
+	for k, vs := range q {
+		if !slices.Contains(known, k) {
+			return invalidParameter("unknown query parameter %q; this route takes %s", k, strings.Join(known, ", "))
+		}
+		if len(vs) > 1 {
+			return invalidParameter("query parameter %q is given %d times", k, len(vs))
+		}
+	}
+	if p := q.Get("provider"); len(p) > 2*maxProviderLen || !utf8.ValidString(p) {
+		return invalidParameter("provider must be a provider name of at most %d characters", maxProviderLen)
+	}
+	return nil
+}
+
+// recordStatuses are the values of ?status= (Record.Status).
+var recordStatuses = []string{StatusVerified, StatusUnverified, StatusDuplicate, StatusFailed}
+
 // GET /api/v1/webhook-events?provider=&status=&limit=&cursor=
 func (s *Service) handleListEvents(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	q := r.URL.Query()
+	if err := checkQuery(q, "provider", "status", "limit", "cursor"); err != nil {
+		writeError(w, r, err)
+		return
+	}
 	f := RecordFilter{Provider: q.Get("provider"), Status: q.Get("status")}
+	if f.Status != "" && !slices.Contains(recordStatuses, f.Status) {
+		writeError(w, r, invalidParameter("status must be one of %s", strings.Join(recordStatuses, ", ")))
+		return
+	}
 	limit, err := pageLimit(r)
 	if err != nil {
 		writeError(w, r, err)
@@ -84,11 +126,15 @@ func (s *Service) handleListEvents(w http.ResponseWriter, r *http.Request, _ htt
 // GET /api/v1/webhook-dlq?provider=&pending=true&limit=&cursor=
 func (s *Service) handleListDLQ(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	q := r.URL.Query()
+	if err := checkQuery(q, "provider", "pending", "limit", "cursor"); err != nil {
+		writeError(w, r, err)
+		return
+	}
 	f := DLQFilter{Provider: q.Get("provider")}
 	if p := q.Get("pending"); p != "" {
 		v, err := strconv.ParseBool(p)
 		if err != nil {
-			writeError(w, r, newError(http.StatusBadRequest, "WH-INVALID-PARAMETER", "invalid_parameter", "pending must be true or false"))
+			writeError(w, r, invalidParameter("pending must be true or false"))
 			return
 		}
 		f.Pending = v
@@ -144,6 +190,10 @@ const sseHeartbeat = 15 * time.Second
 // "event: activity" with an Activity as data; "event: lagged" with
 // {"dropped":n} when this client fell behind; ": ping" comments.
 func (s *Service) handleStream(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	if err := checkQuery(r.URL.Query(), "provider"); err != nil {
+		writeError(w, r, err)
+		return
+	}
 	fl, ok := w.(http.Flusher)
 	if !ok {
 		writeError(w, r, fmt.Errorf("streaming unsupported"))

@@ -246,8 +246,8 @@ func ParseEnvelope(m broker.Message) (*Envelope, error) {
 		Encoding:    h[hEncoding],
 		Payload:     m.Value,
 		Header:      http.Header{},
-		// Only the processor publishes verified events; a message merely
-		// claiming to be one on a provider topic is still unverified.
+		// What the message says: only the processor publishes verified
+		// events, on the verified topic (topicFor keeps providers out of it).
 		Verification: Unverified,
 		DeliveryID:   h[hDeliveryID],
 		Meta: Metadata{
@@ -264,6 +264,9 @@ func ParseEnvelope(m broker.Message) (*Envelope, error) {
 	}
 	if r := h[hReplay]; r != "" {
 		e.Replay, _ = strconv.Atoi(r)
+	}
+	if h[hType] == VerifiedEventType && h[hVerification] == Verified {
+		e.Verification = Verified
 	}
 	for k, v := range h {
 		if name, ok := strings.CutPrefix(k, hHTTPPrefix); ok && name != "" {

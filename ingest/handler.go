@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"mime"
 	"net/http"
 	"net/netip"
@@ -320,7 +321,13 @@ func (s *Service) publishFailed(w http.ResponseWriter, r *http.Request, req *req
 		ae.Status, ae.Code, ae.RetryAfter = http.StatusUnprocessableEntity, "WH-UNPUBLISHABLE", 0
 		ae.Msg = "the event cannot be published (for example, larger than the broker accepts)"
 	}
-	s.log.Error("webhook publication failed", "event_id", env.ID, "provider", req.provider, "topic", req.topic, "class", class.String(), "err", err)
+	level := slog.LevelError
+	if class == classClient {
+		// The event itself cannot be published (422 to the client, e.g.
+		// larger than the broker takes): not a fault of the daemon.
+		level = slog.LevelWarn
+	}
+	s.log.Log(r.Context(), level, "webhook publication failed", "event_id", env.ID, "provider", req.provider, "topic", req.topic, "class", class.String(), "err", err)
 	dl := deadLetter{headers: env.headers(), payload: env.Payload, stage: StagePublish, reason: ae.Reason, detail: err.Error(), status: ae.Status, topic: req.topic}
 	if derr := s.sendDeadLetter(context.WithoutCancel(r.Context()), dl); derr != nil {
 		s.log.Error("webhook publication failed and was not dead-lettered", "event_id", env.ID, "err", derr)

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -52,6 +53,7 @@ type harnessOpt struct {
 	env     map[string]string
 	wrap    func(broker.Broker) broker.Broker // e.g. inject publish failures
 	noStart bool
+	logger  *slog.Logger
 }
 
 // testBroker opens a Bolt broker whose messages can hold a full payload.
@@ -101,7 +103,7 @@ func newHarness(t *testing.T, o harnessOpt) *harness {
 		t.Fatal(err)
 	}
 	h.svc, err = New(daemon.Deps{
-		DataDir: h.dir, DB: h.db, Broker: h.broker, Config: f, Box: box,
+		DataDir: h.dir, DB: h.db, Broker: h.broker, Config: f, Box: box, Logger: o.logger,
 		IsOwner: func(r *http.Request) bool {
 			tok, ok := daemon.BearerToken(r)
 			return ok && tok == testOwnerToken

@@ -47,6 +47,10 @@ func TestVerifiedTopicCarriesVerifiedDeduplicatedEvents(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(env.ID, first.EventID)
 	is.Equal(env.DeliveryID, "d-1")
+	is.Equal(env.Verification, Verified)
+	rawEnv, err := ParseEnvelope(raw[0])
+	is.NoErr(err)
+	is.Equal(rawEnv.Verification, Unverified)
 
 	// A type-none provider's events are not verified: none on its verified topic.
 	is.Equal(len(h.read("plain.verified")), 0)

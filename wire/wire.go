@@ -18,6 +18,7 @@ import (
 	"github.com/agentbridge/bridge/bridge"
 	"github.com/agentbridge/bridge/callbacks"
 	"github.com/agentbridge/bridge/daemon"
+	"github.com/agentbridge/bridge/factory"
 	"github.com/agentbridge/bridge/httpx/docsui"
 	"github.com/agentbridge/bridge/ingest"
 	"github.com/agentbridge/bridge/platform"
@@ -33,6 +34,7 @@ func Migrations() []store.Migration {
 	all = append(all, platform.Migrations()...)
 	all = append(all, ingest.Migrations()...)
 	all = append(all, callbacks.Migrations()...)
+	all = append(all, factory.Migrations()...)
 	return all
 }
 
@@ -41,7 +43,7 @@ func Migrations() []store.Migration {
 // links the two (see link).
 func Subsystems(o BridgeOptions) []daemon.Factory {
 	l := &link{}
-	subs := []daemon.Factory{l.bridgeFactory(o), ingestFactory, callbacksFactory}
+	subs := []daemon.Factory{l.bridgeFactory(o), ingestFactory, callbacksFactory, factoryFactory(o)}
 	if !o.WithoutPlatform {
 		subs = append(subs, l.platformFactory(platform.Options{}))
 	}
@@ -236,4 +238,16 @@ func callbacksFactory(d daemon.Deps) (daemon.Subsystem, error) {
 		return nil, err
 	}
 	return servicesOnly{Service: svc, routes: svc.Routes}, nil
+}
+
+// factoryFactory builds the factory, which runs coding agents through the
+// bridge's provider interface (the bridge's profiles, same LookPath).
+func factoryFactory(o BridgeOptions) daemon.Factory {
+	return func(d daemon.Deps) (daemon.Subsystem, error) {
+		svc, err := factory.New(d, factory.Options{LookPath: o.LookPath})
+		if err != nil {
+			return nil, err
+		}
+		return servicesOnly{Service: svc, routes: svc.Routes}, nil
+	}
 }

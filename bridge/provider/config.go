@@ -59,9 +59,9 @@ type Config struct {
 	// ExitGrace is how long the process may linger after it reported its
 	// terminal result before it is terminated. Default DefaultExitGrace.
 	ExitGrace time.Duration
-	// StallTimeout ends a turn whose agent reports only transport errors
-	// (retry and error events, nothing else) for this long; Run then
-	// returns a *StallError. Default DefaultStallTimeout.
+	// StallTimeout ends a turn whose agent keeps retrying (two retry
+	// events or more, no progress in between) for this long since its first
+	// retry; Run then returns a *StallError. Default DefaultStallTimeout.
 	StallTimeout time.Duration
 	// PermissionMode is Claude's --permission-mode, added unless Args set
 	// one already. Default DefaultPermissionMode. Ignored by other providers.

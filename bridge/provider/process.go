@@ -61,9 +61,11 @@ type stream struct {
 	dropped  int
 	terminal chan struct{} // closed when a result event was seen
 	termOnce sync.Once
-	// troubleSince is when the agent began reporting only retries and
-	// errors (zero while it makes progress); lastTrouble is the latest.
+	// troubleSince is when the agent began retrying without progress
+	// (zero while it makes progress), retries how often it has retried
+	// since, and lastTrouble its latest retry or error text.
 	troubleSince time.Time
+	retries      int
 	lastTrouble  string
 }
 
@@ -72,18 +74,23 @@ func (s *stream) emitLocked(evs []Event) {
 		switch ev.Kind {
 		case EventResult:
 			s.termOnce.Do(func() { close(s.terminal) })
-			s.troubleSince = time.Time{}
-		case EventRetry, EventError:
-			// Only the agent's own reports (parsed lines carry Raw) count,
-			// not the bridge's notes such as an oversized line.
-			if ev.Raw != nil && ev.ParentToolID == "" {
-				if s.troubleSince.IsZero() {
+			s.troubleSince, s.retries = time.Time{}, 0
+		case EventRetry:
+			if ev.ParentToolID == "" {
+				if s.retries == 0 {
 					s.troubleSince = ev.Time
 				}
+				s.retries++
+				s.lastTrouble = ev.Text
+			}
+		case EventError:
+			// The agent's own errors (parsed lines carry Raw) while it
+			// retries, e.g. Codex falling back to another transport.
+			if ev.Raw != nil && ev.ParentToolID == "" && s.retries > 0 {
 				s.lastTrouble = ev.Text
 			}
 		case EventMessage, EventReasoning, EventToolCall, EventToolResult, EventUsage, EventSession:
-			s.troubleSince = time.Time{}
+			s.troubleSince, s.retries = time.Time{}, 0
 		}
 		if s.emit != nil {
 			s.emit(ev)
@@ -186,12 +193,14 @@ func (s *stream) readStderr(r io.Reader) {
 	}
 }
 
-// stalled reports for how long the agent has reported only transport
-// trouble, if that is at least limit, and its last report.
+// stalled reports for how long the agent has been retrying without
+// progress, if that is at least limit, and its last report. It takes
+// repeated retries: one retry followed by a long silent answer is not a
+// stall (the inactivity watchdog of the caller bounds silence).
 func (s *stream) stalled(now time.Time, limit time.Duration) (time.Duration, string, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.troubleSince.IsZero() {
+	if s.retries < 2 {
 		return 0, "", false
 	}
 	d := now.Sub(s.troubleSince)

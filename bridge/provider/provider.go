@@ -246,7 +246,7 @@ type ExitError struct {
 }
 
 // StallError reports that the agent kept failing to reach its service
-// (only retry or error events, no progress) for longer than
+// (repeated retry events, no progress) for longer than
 // [Config.StallTimeout], and was stopped. Codex, for one, retries forever
 // when offline.
 type StallError struct {

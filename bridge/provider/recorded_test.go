@@ -81,6 +81,18 @@ func TestStallClockResetsOnProgress(t *testing.T) {
 	is.Equal(len(ofKind(rec.events(), EventRetry)), 1)
 }
 
+// TestSingleRetryIsNotAStall: one retry followed by a silence longer than
+// StallTimeout (a long answer being written) does not stop the turn.
+func TestSingleRetryIsNotAStall(t *testing.T) {
+	is := is.New(t)
+	cfg := testConfig("")
+	cfg.StallTimeout = 300 * time.Millisecond
+	p := newFakeProvider(t, "claude", cfg)
+	_, res, err := run(t, p, context.Background(), Request{Prompt: "#slow:450 #transcript:subagent"})
+	is.NoErr(err)
+	is.True(!res.IsError)
+}
+
 // TestRecordedCodexUntrustedDir: outside a git repository Codex refuses to
 // start; the run ends as a crash whose message quotes its stderr.
 func TestRecordedCodexUntrustedDir(t *testing.T) {

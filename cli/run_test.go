@@ -285,6 +285,7 @@ func TestRunDaemonNotRunning(t *testing.T) {
 		{"workflow", "publish", files[0]},
 		{"workflow", "activate", "acme/flow"},
 		{"workflow", "activations"},
+		{"workflow", "catalog"},
 	})
 }
 

@@ -78,32 +78,50 @@ func startProbe(t *testing.T) *daemon.Daemon {
 	return d
 }
 
-// A body that stops arriving is cut at listen.body-read-timeout on both
-// listeners: the handler's read fails, the client gets its answer and the
-// connection is closed.
+// A body that stops arriving, or trickles in a byte at a time, is cut at
+// listen.body-read-timeout on both listeners: the handler's read fails, the
+// client gets its answer and the connection is closed.
 func TestSlowBodyIsCut(t *testing.T) {
 	d := startProbe(t)
 	for _, base := range []string{d.State().BridgeURL, d.State().ServicesURL} {
-		t.Run(base, func(t *testing.T) {
-			is := is.New(t)
-			u, _ := url.Parse(base)
-			c, err := net.Dial("tcp", u.Host)
-			is.NoErr(err)
-			defer c.Close()
-			c.SetDeadline(time.Now().Add(10 * time.Second))
-			began := time.Now()
-			fmt.Fprintf(c, "POST /probe/read HTTP/1.1\r\nHost: %s\r\nContent-Length: 100\r\n\r\n0123456789", u.Host)
-			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-			is.NoErr(err) // no answer: the body was never cut
-			took := time.Since(began)
-			body, _ := io.ReadAll(resp.Body)
-			is.Equal(resp.StatusCode, http.StatusRequestTimeout)
-			is.Equal(string(body), "read 10")
-			is.True(took >= bodyTimeout && took < bodyTimeout+3*time.Second)
-			// The server closed the connection.
-			_, err = c.Read(make([]byte, 1))
-			is.True(err != nil)
-		})
+		for _, drip := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s drip=%t", base, drip), func(t *testing.T) {
+				is := is.New(t)
+				u, _ := url.Parse(base)
+				c, err := net.Dial("tcp", u.Host)
+				is.NoErr(err)
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(10 * time.Second))
+				began := time.Now()
+				fmt.Fprintf(c, "POST /probe/read HTTP/1.1\r\nHost: %s\r\nContent-Length: 100\r\n\r\n0123456789", u.Host)
+				stop := make(chan struct{})
+				defer close(stop)
+				if drip { // a byte every 50 ms: the deadline is for the whole body
+					go func() {
+						for i := 0; i < 80; i++ {
+							select {
+							case <-stop:
+								return
+							case <-time.After(50 * time.Millisecond):
+							}
+							if _, err := c.Write([]byte("x")); err != nil {
+								return
+							}
+						}
+					}()
+				}
+				resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+				is.NoErr(err) // no answer: the body was never cut
+				took := time.Since(began)
+				body, _ := io.ReadAll(resp.Body)
+				is.Equal(resp.StatusCode, http.StatusRequestTimeout)
+				is.True(strings.HasPrefix(string(body), "read "))
+				is.True(took >= bodyTimeout && took < bodyTimeout+3*time.Second)
+				// The server closed the connection.
+				_, err = c.Read(make([]byte, 1))
+				is.True(err != nil)
+			})
+		}
 	}
 }
 

@@ -104,6 +104,7 @@ func TestClientErrorsAreNotLoggedAsErrors(t *testing.T) {
 	if strings.Contains(buf.String(), "level=ERROR") {
 		t.Fatalf("a client error was logged at ERROR:\n%s", buf.String())
 	}
+	is.True(strings.Contains(buf.String(), `level=DEBUG msg="callbacks: request refused" method=POST path=/api/v1/authorized-domains status=409`))
 
 	// A failure of the service itself is.
 	is.NoErr(h.db.Close())

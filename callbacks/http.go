@@ -121,8 +121,16 @@ func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	case errors.Is(err, context.Canceled):
 		p.Status, p.Code, p.Message = http.StatusServiceUnavailable, "CB-UNAVAILABLE", "the request was cancelled"
 	}
-	if p.Status == http.StatusInternalServerError {
-		s.log.Error("callbacks: request failed", "method", r.Method, "path", r.URL.Path, "request_id", httpx.RequestID(r), "err", err)
+	// Only the service's own failures are errors; a refused request is the
+	// client's (DEBUG), an unavailable service a WARN.
+	attrs := []any{"method", r.Method, "path", r.URL.Path, "status", p.Status, "request_id", httpx.RequestID(r), "err", err}
+	switch {
+	case p.Status == http.StatusInternalServerError:
+		s.log.Error("callbacks: request failed", attrs...)
+	case p.Status >= 500:
+		s.log.Warn("callbacks: request not served", attrs...)
+	default:
+		s.log.Debug("callbacks: request refused", attrs...)
 	}
 	httpx.WriteProblem(w, r, p)
 }

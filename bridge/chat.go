@@ -75,8 +75,9 @@ func invalid(param, code, format string, args ...any) *chatError {
 	return &chatError{status: http.StatusBadRequest, Type: "invalid_request_error", Param: param, Code: code, Msg: fmt.Sprintf(format, args...)}
 }
 
-// writeOpenAIError writes {"error":{"message","type","param","code"}}.
-func writeOpenAIError(w http.ResponseWriter, err error) {
+// writeOpenAIError writes {"error":{"message","type","param","code"}} and
+// returns the status it answered.
+func writeOpenAIError(w http.ResponseWriter, err error) int {
 	var ce *chatError
 	var e *Error
 	var be *httpx.BodyError
@@ -84,14 +85,17 @@ func writeOpenAIError(w http.ResponseWriter, err error) {
 	case errors.As(err, &ce):
 	case errors.As(err, &e):
 		status := codeStatus[e.Code]
+		if status == 0 {
+			status = http.StatusInternalServerError
+		}
 		typ := "invalid_request_error"
 		code := e.Code
-		switch status {
-		case http.StatusUnauthorized:
+		switch {
+		case status == http.StatusUnauthorized:
 			typ, code = "authentication_error", "invalid_api_key"
-		case http.StatusForbidden:
+		case status == http.StatusForbidden:
 			typ = "permission_error"
-		case http.StatusInternalServerError:
+		case status >= 500:
 			typ = "server_error"
 		}
 		ce = &chatError{status: status, Type: typ, Code: code, Msg: e.Message}
@@ -114,6 +118,7 @@ func writeOpenAIError(w http.ResponseWriter, err error) {
 		code = ce.Code
 	}
 	httpx.WriteJSON(w, ce.status, map[string]any{"error": map[string]any{"message": ce.Msg, "type": ce.Type, "param": param, "code": code}})
+	return ce.status
 }
 
 // modelProfile maps a model id to a profile: bridge/default, bridge/<profile>.
@@ -201,9 +206,9 @@ func (s *Service) handleChat(w http.ResponseWriter, r *http.Request, p Principal
 	id := uuid.NewString()
 	// Join before the job exists, so no output can slip past the waiter.
 	jw, leave := s.waiters.join(id)
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	unregister := s.live.add(p, cancel)
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	unregister := s.live.add(p, func() { cancel(errTokenRevoked) })
 	defer unregister()
 	defer func() {
 		// A waiter that goes away (disconnect, revocation) cancels the job
@@ -282,12 +287,31 @@ func (s *Service) waitChat(ctx context.Context, jw *jobWait, id string) (Job, er
 		}
 		select {
 		case <-ctx.Done():
-			return Job{}, &chatError{status: 499, Type: "invalid_request_error", Code: "request_cancelled", Msg: "the request was cancelled"}
+			return Job{}, waitEnded(ctx)
 		case <-s.stopped:
 			return Job{}, &chatError{status: http.StatusServiceUnavailable, Type: "server_error", Code: "shutting_down", Msg: "the daemon is shutting down"}
 		case <-changed:
 		}
 	}
+}
+
+// codeTokenRevoked is error.code of a completion cut by its client's revocation.
+const codeTokenRevoked = "token_revoked"
+
+// errTokenRevoked is the cause that ends a completion's wait when its
+// client is revoked.
+var errTokenRevoked = errors.New("token revoked")
+
+// waitEnded is the answer of a completion whose wait ctx ended: 401
+// token_revoked when the client was revoked (docs/bridge-api.md, Chat
+// Completions); otherwise the client went away and no one reads the
+// answer, which says so all the same.
+func waitEnded(ctx context.Context) *chatError {
+	if errors.Is(context.Cause(ctx), errTokenRevoked) {
+		return &chatError{status: http.StatusUnauthorized, Type: "authentication_error", Code: codeTokenRevoked,
+			Msg: "the token's client was revoked while the completion ran; its job was cancelled unless another request waits for it"}
+	}
+	return &chatError{status: http.StatusBadRequest, Type: "invalid_request_error", Code: "request_cancelled", Msg: "the request was cancelled"}
 }
 
 // refresh rereads a job so its usage and result are complete.
@@ -321,6 +345,12 @@ func (s *Service) streamChat(ctx context.Context, w http.ResponseWriter, jw *job
 		}
 		return rc.Flush() == nil
 	}
+	// sendError ends the stream with an error object, as OpenAI's does.
+	sendError := func(ce *chatError) {
+		send(map[string]any{"error": map[string]any{"message": ce.Msg, "type": ce.Type, "param": nil, "code": ce.Code}})
+		fmt.Fprint(w, "data: [DONE]\n\n")
+		rc.Flush()
+	}
 	if !send(chunk(map[string]any{"role": "assistant", "content": ""}, nil)) {
 		return nil
 	}
@@ -344,9 +374,7 @@ func (s *Service) streamChat(ctx context.Context, w http.ResponseWriter, jw *job
 			if err := chatOutcome(final); err != nil {
 				var ce *chatError
 				errors.As(err, &ce)
-				send(map[string]any{"error": map[string]any{"message": ce.Msg, "type": ce.Type, "param": nil, "code": ce.Code}})
-				fmt.Fprint(w, "data: [DONE]\n\n")
-				rc.Flush()
+				sendError(ce)
 				return nil
 			}
 			if !streamed && final.resultText != "" {
@@ -363,6 +391,9 @@ func (s *Service) streamChat(ctx context.Context, w http.ResponseWriter, jw *job
 		}
 		select {
 		case <-ctx.Done():
+			if ce := waitEnded(ctx); ce.Code == codeTokenRevoked {
+				sendError(ce) // a disconnected client reads nothing more
+			}
 			return nil
 		case <-s.stopped:
 			return nil
@@ -376,20 +407,40 @@ func (s *Service) streamChat(ctx context.Context, w http.ResponseWriter, jw *job
 	}
 }
 
+// model is the OpenAI Model object of a profile.
+func (s *Service) model(name string) map[string]any {
+	prof := s.profiles[name]
+	return map[string]any{
+		"id": "bridge/" + name, "object": "model", "created": int64(0), "owned_by": "agent-bridge",
+		"provider": prof.provider.Name(), "demo": prof.provider.Demo(), "available": prof.provider.Available() == nil,
+	}
+}
+
 func (s *Service) handleModels(w http.ResponseWriter, r *http.Request, p Principal, _ httprouter.Params) error {
 	if err := noQuery(r); err != nil {
 		return err
 	}
 	data := []any{}
 	for _, name := range s.profileNames() {
-		if !p.MayUse(name) {
-			continue
+		if p.MayUse(name) {
+			data = append(data, s.model(name))
 		}
-		prof := s.profiles[name]
-		data = append(data, map[string]any{
-			"id": "bridge/" + name, "object": "model", "created": int64(0), "owned_by": "agent-bridge",
-			"provider": prof.provider.Name(), "demo": prof.provider.Demo(), "available": prof.provider.Available() == nil,
-		})
 	}
 	return respond(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+}
+
+// handleModel is OpenAI's models.retrieve: GET /v1/models/{model}. A model
+// the token may not use is as unknown as one that does not exist, like in
+// the list.
+func (s *Service) handleModel(w http.ResponseWriter, r *http.Request, p Principal, ps httprouter.Params) error {
+	if err := noQuery(r); err != nil {
+		return err
+	}
+	id := strings.TrimPrefix(ps.ByName("model"), "/")
+	name, ok := s.modelProfile(id)
+	if !ok || !p.MayUse(name) {
+		return &chatError{status: http.StatusNotFound, Type: "invalid_request_error", Param: "model", Code: "model_not_found",
+			Msg: fmt.Sprintf("the model %q does not exist; see GET /v1/models", id)}
+	}
+	return respond(w, http.StatusOK, s.model(name))
 }

@@ -158,30 +158,12 @@ func TestRevocationEndsChatWaiter(t *testing.T) {
 	e := newEnv(t)
 	is := is.New(t)
 	tok := e.token("ide", "read,submit")
-	result := make(chan int, 1)
-	go func() {
-		req, _ := http.NewRequest("POST", e.url+"/v1/chat/completions",
-			strings.NewReader(`{"model":"bridge/claude","stream":true,"messages":[{"role":"user","content":"#hang"}]}`))
-		req.Header.Set("Authorization", "Bearer "+tok)
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			result <- -1
-			return
-		}
-		defer res.Body.Close()
-		buf := make([]byte, 4096)
-		for {
-			if _, err := res.Body.Read(buf); err != nil {
-				break
-			}
-		}
-		result <- res.StatusCode
-	}()
+	result := e.chatAsync(tok, `{"model":"bridge/claude","stream":true,"messages":[{"role":"user","content":"#hang"}]}`)
 	id := waitChatJob(t, e, e.owner, "running")
 	is.Equal(e.do("DELETE", "/v1/bridge/admin/clients/ide", e.owner, nil).Status, 200)
 	select {
-	case <-result:
+	case r := <-result:
+		is.True(strings.Contains(string(r.Body), `"code":"token_revoked"`)) // the stream says why it ends
 	case <-time.After(2 * time.Second):
 		t.Fatal("chat waiter still open after revocation")
 	}

@@ -57,8 +57,9 @@ func errf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// writeError is the one function that maps errors to the bridge's error shape.
-func writeError(w http.ResponseWriter, err error) {
+// writeError is the one function that maps errors to the bridge's error
+// shape; it returns the status it answered.
+func writeError(w http.ResponseWriter, err error) int {
 	var e *Error
 	var be *httpx.BodyError
 	switch {
@@ -83,4 +84,5 @@ func writeError(w http.ResponseWriter, err error) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="bridge"`)
 	}
 	httpx.WriteJSON(w, status, map[string]any{"error": map[string]string{"code": e.Code, "message": e.Message}})
+	return status
 }

@@ -160,6 +160,21 @@ func (s *Service) handleEvents(w http.ResponseWriter, r *http.Request, p Princip
 	if len(r.URL.RawQuery) > 0 {
 		return errf(CodeInvalidParameter, "this endpoint takes no query parameters")
 	}
+	// An id no event has had yet is not a place in this stream (the ring
+	// was reset, or the id was made up): waiting silently until ids pass it
+	// would drop every event until then, so it is refused
+	// (docs/bridge-api.md, Events).
+	if newest := s.ring.Newest(); resume && after > newest {
+		return errf(CodeInvalidParameter, "Last-Event-ID %d is newer than the newest event %d; reload state and reconnect without Last-Event-ID", after, newest)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	if r.Method == http.MethodHead {
+		w.WriteHeader(http.StatusOK) // what GET would answer, without the stream
+		return nil
+	}
 	// Subscribe before reading the backlog, so nothing falls between them;
 	// frames the backlog already delivered are skipped by id.
 	sub, unsubscribe := s.hub.subscribe(p)
@@ -177,11 +192,7 @@ func (s *Service) handleEvents(w http.ResponseWriter, r *http.Request, p Princip
 	defer cancel()
 	defer s.live.add(p, cancel)()
 
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
 	h.Set("Connection", "keep-alive")
-	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	if _, err := fmt.Fprint(w, "retry: 3000\n: connected\n\n"); err != nil || rc.Flush() != nil {
 		return nil

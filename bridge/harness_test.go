@@ -171,13 +171,22 @@ func (e *env) do(method, path, token string, body any, hdr ...string) resp {
 		}
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	res, err := http.DefaultClient.Do(req)
+	r, err := send(req)
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	return r
+}
+
+// send does req and reads the whole answer; it may run in any goroutine.
+func send(req *http.Request) (resp, error) {
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return resp{}, err
+	}
 	defer res.Body.Close()
 	data, _ := io.ReadAll(res.Body)
-	return resp{Status: res.StatusCode, Header: res.Header, Body: data}
+	return resp{Status: res.StatusCode, Header: res.Header, Body: data}, nil
 }
 
 // token mints a client token through the owner API.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -33,10 +35,7 @@ type route struct {
 // Routes registers the bridge's handlers on the bridge listener.
 func (s *Service) Routes(bridge, _ *httprouter.Router) {
 	s.routes = nil
-	add := func(method, path, access string, h handlerFunc) {
-		s.routes = append(s.routes, route{method, path, access})
-		bridge.Handle(method, path, s.wrap(access, h))
-	}
+	add := func(method, path, access string, h handlerFunc) { s.handle(bridge, method, path, access, h) }
 	add("GET", "/v1/bridge/status", ScopeRead, s.handleStatus)
 	add("GET", "/v1/bridge/openapi.json", ScopeRead, s.handleOpenAPI)
 	add("POST", "/v1/bridge/jobs", ScopeSubmit, s.handleCreateJob)
@@ -59,16 +58,46 @@ func (s *Service) Routes(bridge, _ *httprouter.Router) {
 	add("DELETE", "/v1/bridge/admin/clients/:client", accessOwner, s.handleRevoke)
 	add("POST", "/v1/chat/completions", accessChat, s.handleChat)
 	add("GET", "/v1/models", ScopeRead, s.handleModels)
+	// A catch-all: model ids contain a slash (bridge/default), which
+	// clients send as is or as %2F; both arrive here decoded.
+	add("GET", "/v1/models/*model", ScopeRead, s.handleModel)
+}
+
+// handle registers one route (once) on r and lists it for the OpenAPI
+// document. A GET route also answers HEAD with the same status and headers
+// and no body (docs/bridge-api.md); net/http drops the body of a HEAD.
+func (s *Service) handle(r *httprouter.Router, method, path, access string, h handlerFunc) {
+	if slices.Contains(s.routes, route{method, path, access}) {
+		return
+	}
+	s.routes = append(s.routes, route{method, path, access})
+	r.Handle(method, path, s.wrap(access, h))
+	if method == http.MethodGet {
+		r.Handle(http.MethodHead, path, s.wrap(access, h))
+	}
 }
 
 // maxBody bounds every request body: a message of 100,000 characters of
 // 4-byte UTF-8 escaped as JSON fits well within it.
 const maxBody = 2 << 20
 
-// wrap authenticates, checks the access level and maps errors.
+// wrap authenticates, checks the access level and maps errors. Routes
+// outside /v1/bridge/ (Chat Completions, models) answer in OpenAI's error
+// shape, the others in the bridge's.
 func (s *Service) wrap(access string, h handlerFunc) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-		chat := access == accessChat || r.URL.Path == "/v1/models"
+		chat := !strings.HasPrefix(r.URL.Path, "/v1/bridge/")
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler {
+				panic(v) // net/http's own way to abort a response
+			}
+			s.log.Error("handler panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			s.fail(w, r, chat, fmt.Errorf("panic: %v", v))
+		}()
 		p, err := s.authenticate(r)
 		if err == nil {
 			err = checkAccess(p, access)
@@ -78,16 +107,26 @@ func (s *Service) wrap(access string, h handlerFunc) httprouter.Handle {
 			err = h(w, r, p, ps)
 		}
 		if err != nil {
-			if chat {
-				writeOpenAIError(w, err)
-				return
-			}
-			if e, ok := err.(*Error); !ok || codeStatus[e.Code] >= 500 {
-				s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-			}
-			writeError(w, err)
+			s.fail(w, r, chat, err)
 		}
 	}
+}
+
+// fail answers err in the route's error shape. Only server faults (5xx)
+// are logged as errors: a client's bad request is not the daemon's problem
+// and is logged at debug level.
+func (s *Service) fail(w http.ResponseWriter, r *http.Request, chat bool, err error) {
+	var status int
+	if chat {
+		status = writeOpenAIError(w, err)
+	} else {
+		status = writeError(w, err)
+	}
+	if status >= 500 {
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+		return
+	}
+	s.log.Debug("request refused", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
 }
 
 func checkAccess(p Principal, access string) error {
@@ -213,6 +252,12 @@ func readBody(r *http.Request) ([]byte, error) {
 	if err != nil {
 		return nil, errf(CodeBodyTooLarge, "request body exceeds %d bytes", maxBody)
 	}
+	// encoding/json would take the last of two equal keys and replace bad
+	// UTF-8 and lone surrogates with U+FFFD; the body is refused instead
+	// (docs/bridge-api.md).
+	if err := httpx.CheckJSON(data); err != nil {
+		return nil, errf(CodeInvalidRequest, "%v", err)
+	}
 	return data, nil
 }
 
@@ -257,6 +302,16 @@ type jobRequest struct {
 	Profile  *string           `json:"profile"`
 	Prompt   *string           `json:"prompt"`
 	WorkDir  *string           `json:"workDir"`
+	Metadata map[string]string `json:"metadata"`
+}
+
+// jobIdemForm is the canonical form of a job request that Idempotency-Key
+// compares: the validated request, the default profile filled in. Metadata
+// is never null in it, so an absent and an empty metadata are the same.
+type jobIdemForm struct {
+	Profile  string            `json:"profile"`
+	Prompt   string            `json:"prompt"`
+	WorkDir  string            `json:"workDir"`
 	Metadata map[string]string `json:"metadata"`
 }
 
@@ -332,7 +387,15 @@ func (s *Service) handleCreateJob(w http.ResponseWriter, r *http.Request, p Prin
 	if err != nil {
 		return err
 	}
-	job, replayed, err := s.createJob(r.Context(), p, nj, newIdem("POST /v1/bridge/jobs", key, data))
+	form := jobIdemForm{Profile: nj.Profile, Prompt: nj.Prompt, WorkDir: nj.WorkDir, Metadata: nj.Metadata}
+	if form.Metadata == nil {
+		form.Metadata = map[string]string{}
+	}
+	k, err := newIdem("POST /v1/bridge/jobs", key, form, data)
+	if err != nil {
+		return err
+	}
+	job, replayed, err := s.createJob(r.Context(), p, nj, k)
 	if err != nil {
 		return err
 	}
@@ -454,7 +517,11 @@ func (s *Service) handlePostMessage(w http.ResponseWriter, r *http.Request, p Pr
 	if n := utf8.RuneCountInString(*req.Text); n < 1 || n > maxTextChars || strings.TrimSpace(*req.Text) == "" {
 		return errf(CodeInvalidRequest, "text must be 1 to %d characters, not only whitespace", maxTextChars)
 	}
-	out, replayed, err := s.addMessage(r.Context(), p, id, *req.Text, newIdem("POST /v1/bridge/jobs/"+id+"/messages", key, data))
+	k, err := newIdem("POST /v1/bridge/jobs/"+id+"/messages", key, messageRequest{Text: req.Text}, data)
+	if err != nil {
+		return err
+	}
+	out, replayed, err := s.addMessage(r.Context(), p, id, *req.Text, k)
 	if err != nil {
 		return err
 	}

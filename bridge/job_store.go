@@ -137,18 +137,27 @@ type newJob struct {
 	Source   string
 }
 
-// idem is an idempotency key bound to the route it was sent to.
+// idem is an idempotency key bound to the route it was sent to, with the
+// hash of the validated request in canonical JSON: the body's whitespace
+// and key order do not matter, as for workflow runs (docs/bridge-api.md).
 type idem struct {
 	scope string
 	key   string
-	body  [32]byte
+	body  [32]byte // hash of the canonical request, stored
+	raw   [32]byte // hash of the bytes sent: what records made before canonical hashing hold
 }
 
-func newIdem(scope, key string, body []byte) *idem {
+// newIdem hashes request, the validated request value, as canonical JSON
+// (json.Marshal of a struct in field order, map keys sorted).
+func newIdem(scope, key string, request any, raw []byte) (*idem, error) {
 	if key == "" {
-		return nil
+		return nil, nil
 	}
-	return &idem{scope: scope, key: key, body: sha256.Sum256(body)}
+	canonical, err := json.Marshal(request)
+	if err != nil {
+		return nil, fmt.Errorf("hash request: %w", err)
+	}
+	return &idem{scope: scope, key: key, body: sha256.Sum256(canonical), raw: sha256.Sum256(raw)}, nil
 }
 
 // replay returns the stored answer for a repeated key, or nil.
@@ -166,7 +175,7 @@ func (s *Service) replay(tx *sql.Tx, p Principal, k *idem) (*stored, error) {
 	if err != nil {
 		return nil, err
 	}
-	if string(hash) != string(k.body[:]) {
+	if string(hash) != string(k.body[:]) && string(hash) != string(k.raw[:]) {
 		return nil, errf(CodeIdempotencyConflict, "Idempotency-Key was already used with a different body")
 	}
 	return &stored{status: status, body: resp}, nil
@@ -508,13 +517,15 @@ func (s *Service) recover(ctx context.Context) error {
 	return nil
 }
 
-// jobCounts counts jobs by state (for /status).
-func (s *Service) jobCounts(ctx context.Context) (map[State]int, error) {
+// jobCounts counts the jobs p may see by state (for /status): a client
+// learns nothing about other clients' jobs.
+func (s *Service) jobCounts(ctx context.Context, p Principal) (map[State]int, error) {
 	out := map[State]int{}
 	for _, st := range []State{StateQueued, StateRunning, StatePaused, StateSucceeded, StateFailed, StateCancelled, StateInterrupted} {
 		out[st] = 0
 	}
-	rows, err := s.db.Reader().QueryContext(ctx, `SELECT state, count(*) FROM bridge_jobs GROUP BY state`)
+	cond, args := visible(p)
+	rows, err := s.db.Reader().QueryContext(ctx, `SELECT state, count(*) FROM bridge_jobs WHERE `+cond+` GROUP BY state`, args...)
 	if err != nil {
 		return nil, err
 	}

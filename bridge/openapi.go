@@ -64,12 +64,14 @@ var docs = map[string]opDoc{
 	"DELETE /v1/bridge/admin/clients/{client}": {summary: "Revoke every token of a client; closes its streams and waiters (owner token only)", params: []map[string]any{{"name": "client", "in": "path", "required": true, "schema": map[string]any{"type": "string", "pattern": clientIDPattern.String()}}}, success: "200", response: "Revocation"},
 	"POST /v1/chat/completions":                {summary: "OpenAI-compatible Chat Completions (read and submit scopes); model bridge/default or bridge/<profile>", body: map[string]any{"type": "object", "required": []string{"model", "messages"}}, success: "200"},
 	"GET /v1/models":                           {summary: "Models: bridge/<profile> for each profile the token may use", success: "200"},
+	"GET /v1/models/{model}": {summary: "One model (OpenAI models.retrieve); 404 model_not_found in OpenAI's error shape for an unknown id or a profile the token may not use",
+		params: []map[string]any{{"name": "model", "in": "path", "required": true, "schema": map[string]any{"type": "string"}, "description": "bridge/<profile>; the slash may be sent as is or as %2F"}}, success: "200"},
 }
 
 func openAPIPath(p string) string {
 	parts := strings.Split(p, "/")
 	for i, s := range parts {
-		if strings.HasPrefix(s, ":") {
+		if strings.HasPrefix(s, ":") || strings.HasPrefix(s, "*") {
 			parts[i] = "{" + s[1:] + "}"
 		}
 	}
@@ -130,6 +132,9 @@ func (s *Service) openAPI() map[string]any {
 			paths[p] = item
 		}
 		item[strings.ToLower(rt.Method)] = op
+		if rt.Method == http.MethodGet {
+			item["head"] = headOp(op) // every GET route answers HEAD (see handle)
+		}
 	}
 	states := []string{string(StateQueued), string(StateRunning), string(StatePaused), string(StateSucceeded), string(StateFailed), string(StateCancelled), string(StateInterrupted)}
 	jobErr := schemaObj(map[string]any{"code": str, "message": str}, "code", "message")
@@ -183,6 +188,18 @@ func (s *Service) openAPI() map[string]any {
 			},
 		},
 	}
+}
+
+// headOp documents the HEAD of a GET operation: the same status and headers
+// without a body.
+func headOp(get map[string]any) map[string]any {
+	head := map[string]any{"summary": "HEAD of: " + get["summary"].(string) + " (status and headers only)",
+		"security": get["security"], "x-access": get["x-access"],
+		"responses": map[string]any{"default": map[string]any{"description": "the status and headers GET answers, without a body"}}}
+	if params, ok := get["parameters"]; ok {
+		head["parameters"] = params
+	}
+	return head
 }
 
 func (s *Service) handleOpenAPI(w http.ResponseWriter, r *http.Request, _ Principal, _ httprouter.Params) error {

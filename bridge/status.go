@@ -41,13 +41,16 @@ func (s *Service) handleStatus(w http.ResponseWriter, r *http.Request, p Princip
 	if err := noQuery(r); err != nil {
 		return err
 	}
-	counts, err := s.jobCounts(r.Context())
+	counts, err := s.jobCounts(r.Context(), p) // only the caller's own jobs; the owner's are all
 	if err != nil {
 		return err
 	}
-	s.sched.mu.Lock()
-	running := len(s.sched.running)
-	s.sched.mu.Unlock()
+	running := counts[StateRunning]
+	if p.Owner {
+		s.sched.mu.Lock()
+		running = len(s.sched.running)
+		s.sched.mu.Unlock()
+	}
 	return respond(w, http.StatusOK, map[string]any{
 		"version":     s.build.Version,
 		"commit":      s.build.Commit,

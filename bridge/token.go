@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/bridge/daemon"
+	"github.com/agentbridge/bridge/httpx"
 	"github.com/agentbridge/bridge/store"
 )
 
@@ -132,7 +133,7 @@ func MintToken(ctx context.Context, db *store.DB, req TokenRequest, profiles []s
 	scopes := canonicalScopes(req.Scopes)
 	sj, _ := json.Marshal(scopes)
 	pj, _ := json.Marshal(req.Profiles)
-	ts := now.UTC().Format(time.RFC3339Nano)
+	ts := nowString(now)
 	err = db.Write(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.Exec(`INSERT INTO bridge_clients(id, created_at) VALUES (?, ?) ON CONFLICT(id) DO NOTHING`, req.ID, ts); err != nil {
 			return err
@@ -171,7 +172,7 @@ func RevokeClient(ctx context.Context, db *store.DB, client string, now time.Tim
 		if exists == 0 {
 			return errf(CodeNotFound, "no client named %q", client)
 		}
-		res, err := tx.Exec(`UPDATE bridge_tokens SET revoked_at = ? WHERE client_id = ? AND revoked_at IS NULL`, now.UTC().Format(time.RFC3339Nano), client)
+		res, err := tx.Exec(`UPDATE bridge_tokens SET revoked_at = ? WHERE client_id = ? AND revoked_at IS NULL`, nowString(now), client)
 		if err != nil {
 			return err
 		}
@@ -217,6 +218,9 @@ func (s *Service) authenticate(r *http.Request) (Principal, error) {
 	unauth := errf(CodeUnauthorized, "a valid bearer token is required")
 	if r.URL.Query().Has("token") || r.URL.Query().Has("access_token") {
 		return Principal{}, errf(CodeUnauthorized, "tokens are never accepted in the URL; send Authorization: Bearer")
+	}
+	if _, err := httpx.SingleHeader(r.Header, "Authorization"); err != nil {
+		return Principal{}, errf(CodeInvalidParameter, "%v", err) // which one would be meant is a guess
 	}
 	tok, ok := daemon.BearerToken(r)
 	if !ok || !daemon.WellFormedToken(tok) {

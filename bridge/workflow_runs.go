@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -139,14 +138,7 @@ func (w *WorkflowRuns) platform() (WorkflowRunner, error) {
 // Routes registers the workflow-run routes on the bridge listener (once;
 // they appear in the bridge's OpenAPI document).
 func (w *WorkflowRuns) Routes(r *httprouter.Router) {
-	s := w.s
-	add := func(method, path, access string, h handlerFunc) {
-		if slices.Contains(s.routes, route{method, path, access}) {
-			return
-		}
-		s.routes = append(s.routes, route{method, path, access})
-		r.Handle(method, path, s.wrap(access, h))
-	}
+	add := func(method, path, access string, h handlerFunc) { w.s.handle(r, method, path, access, h) }
 	add("POST", "/v1/bridge/workflow-runs", ScopeWorkflows, w.handleStart)
 	add("GET", "/v1/bridge/workflow-runs", ScopeRead, w.handleList)
 	add("GET", "/v1/bridge/workflow-runs/:id", ScopeRead, w.handleGet)

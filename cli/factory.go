@@ -358,7 +358,10 @@ func (a *app) factoryJournalCmd() *cobra.Command {
 					}
 					fmt.Fprintf(a.out, "%3d  %s  %-14s %-10s%s %s\n", e.Seq, e.At.Local().Format(time.TimeOnly), e.Kind, e.Action, ref, e.Data)
 				}
-				fmt.Fprintf(a.out, "valid: %t %s; open intents: %v\n", j.Valid, j.Problem, j.OpenIntents)
+				fmt.Fprintf(a.out, "valid: %t; open intents: %v\n", j.Valid, j.OpenIntents)
+				if j.Problem != "" {
+					fmt.Fprintf(a.out, "problem: %s\n", j.Problem)
+				}
 			})
 			if err == nil && !j.Valid {
 				return withCode(ExitError, errors.New("the journal's hash chain is not valid: "+j.Problem))

@@ -394,7 +394,7 @@ func (x *runner) verifyTask(t Task) (bool, *stop) {
 	}
 	env := append(os.Environ(), x.env(t)...)
 	passed := true
-	var failed []int
+	failed := []int{}
 	for i, c := range x.checks {
 		if err := x.write(func(tx *sql.Tx) error {
 			return updateRun(x.wctx, tx, x.run.ID, runUpdate{CurrentCommand: ptr(c.Name)}, x.now())
@@ -422,6 +422,9 @@ func (x *runner) verifyTask(t Task) (bool, *stop) {
 	// What the checks wrote (build outputs, formatters) is undone, so the
 	// checkpoint is the tree that was verified.
 	restored, rerr := x.g.restore(x.wctx, x.run.Workspace)
+	if restored == nil {
+		restored = []string{}
+	}
 	data := outcome(rerr, x)
 	data["attempt"], data["passed"], data["failed_commands"], data["restored_paths"] = t.Attempt, passed && x.ctx.Err() == nil, failed, restored
 	if err := x.receipt(ActionVerify, ref, data, nil); err != nil {

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // gitTool runs the user's git (found on PATH like the agent CLIs). It never
@@ -234,7 +235,7 @@ func exportZip(ws, path string, m manifest, deleted map[string]bool) error {
 	if m.Deleted == nil {
 		m.Deleted = []string{}
 	}
-	w, err := zw.Create("manifest.json")
+	w, err := zw.CreateHeader(&zip.FileHeader{Name: "manifest.json", Method: zip.Deflate, Modified: time.Now()})
 	if err == nil {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

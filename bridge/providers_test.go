@@ -1,6 +1,7 @@
 package bridge_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -245,6 +246,37 @@ func TestSubagentFramesKeptApart(t *testing.T) {
 	is.Equal(len(denied), 1)
 	is.Equal(denied[0]["summary"].(map[string]any)["name"], "Bash")
 	is.Equal(denied[0]["payload"].(map[string]any)["input"].(map[string]any)["command"], "rm -rf build")
+}
+
+// TestChatStreamsNoSubagentText: a streamed completion carries the main
+// agent's text only; the subagent's report stays in the audit log. (The
+// raw stream is read: the point is what the bridge sends.)
+func TestChatStreamsNoSubagentText(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t)
+	r := e.do("POST", "/v1/chat/completions", e.token("ide", "read,submit"), map[string]any{"model": "bridge/claude", "stream": true,
+		"messages": []map[string]any{{"role": "user", "content": "#transcript:subagent"}}})
+	is.Equal(r.Status, 200)
+	var content strings.Builder
+	for _, line := range strings.Split(string(r.Body), "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		var chunk struct {
+			Choices []struct {
+				Delta struct {
+					Content string `json:"content"`
+				} `json:"delta"`
+			} `json:"choices"`
+		}
+		is.NoErr(json.Unmarshal([]byte(data), &chunk))
+		for _, c := range chunk.Choices {
+			content.WriteString(c.Delta.Content)
+		}
+	}
+	is.True(strings.Contains(content.String(), "I'll ask a subagent to look for TODOs."))
+	is.True(!strings.Contains(content.String(), "Found one TODO: greet.go:5 (localise)."))
 }
 
 // TestProfilePermissionsValidated: permission settings must be values the

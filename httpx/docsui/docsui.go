@@ -129,15 +129,6 @@ func (u *UI) Handlers() map[string]http.Handler {
 	return out
 }
 
-// Paths lists the paths Handlers serves.
-func (u *UI) Paths() []string {
-	var paths []string
-	for p := range u.Handlers() {
-		paths = append(paths, p)
-	}
-	return paths
-}
-
 func serveBytes(name string, data []byte) http.Handler {
 	sum := sha256.Sum256(data)
 	etag := `"` + hex.EncodeToString(sum[:8]) + `"`

@@ -94,3 +94,30 @@ func TestSIGKILLNeedsReconciliation(t *testing.T) {
 	_, err = h.svc.Reconcile(context.Background(), r.ID, ReconcileRequest{Note: "again"})
 	is.Equal(ErrorCode(err), EConflict)
 }
+
+// The workspace shares no file with the user's repository: its objects are
+// copies (a hard link would let a write in the workspace reach the source).
+func TestWorkspaceSharesNoFileWithSource(t *testing.T) {
+	is := is.New(t)
+	h := newHarness(t, "")
+	repo := gitRepo(t, map[string]string{"README": "x\n"})
+	r := h.wait(h.create(CreateRequest{Repo: repo, Mode: ModeTest, Verify: []string{"true"}}).ID)
+	is.Equal(r.State, StateSucceeded)
+	links := 0
+	err := filepath.WalkDir(filepath.Join(repo, ".git", "objects"), func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		var st syscall.Stat_t
+		if err := syscall.Stat(p, &st); err != nil {
+			return err
+		}
+		if st.Nlink > 1 {
+			links++
+		}
+		return nil
+	})
+	is.NoErr(err)
+	is.Equal(links, 0)
+	is.Equal(git(t, r.Workspace, "remote"), "") // no way back to the source
+}

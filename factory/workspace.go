@@ -84,7 +84,9 @@ func (g gitTool) clone(ctx context.Context, root, revision, tree, ws string) err
 	if _, err := os.Stat(ws); err == nil {
 		return fmt.Errorf("workspace %s already exists", ws)
 	}
-	if _, err := g.run(ctx, filepath.Dir(ws), "clone", "--quiet", "--no-checkout", "--", root, ws); err != nil {
+	// --no-hardlinks: the clone's objects are copies, so nothing done in
+	// the workspace can reach a file of the user's repository.
+	if _, err := g.run(ctx, filepath.Dir(ws), "clone", "--quiet", "--no-checkout", "--no-hardlinks", "--", root, ws); err != nil {
 		return err
 	}
 	steps := [][]string{

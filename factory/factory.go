@@ -450,7 +450,9 @@ func (s *Service) get(ctx context.Context, id string, withDiff bool) (Run, error
 	if r.Verification, err = listVerification(ctx, q, id); err != nil {
 		return r, err
 	}
-	if n := len(r.Verification); n > 0 && r.Verification[n-1].Passed && r.State != StateRunning {
+	// Only a succeeded run has checks supporting success; the attempts of
+	// any other stay in verification as evidence.
+	if n := len(r.Verification); n > 0 && r.Verification[n-1].Passed && r.State == StateSucceeded {
 		r.FinalVerification = &r.Verification[n-1]
 	}
 	entries, err := listJournal(ctx, q, id)

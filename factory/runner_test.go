@@ -262,6 +262,23 @@ func TestQueuePerRepository(t *testing.T) {
 	is.Equal(h.wait(third.ID).State, StateCancelled)
 }
 
+// At most max-active-runs runs are active across repositories.
+func TestGlobalConcurrencyLimit(t *testing.T) {
+	is := is.New(t)
+	h := newHarness(t, "factory:\n  max-active-runs: 1\n")
+	gate := filepath.Join(h.fake, "gate")
+	wait := "while [ ! -f " + gate + " ]; do sleep 0.05; done"
+	first := h.create(CreateRequest{Repo: gitRepo(t, map[string]string{"a": "1"}), Mode: ModeTest, Verify: []string{wait}})
+	second := h.create(CreateRequest{Repo: gitRepo(t, map[string]string{"b": "1"}), Mode: ModeTest, Verify: []string{"true"}})
+	time.Sleep(300 * time.Millisecond)
+	r, err := h.svc.Get(context.Background(), second.ID)
+	is.NoErr(err)
+	is.Equal(r.State, StateQueued)
+	is.NoErr(os.WriteFile(gate, []byte("1"), 0o600))
+	is.Equal(h.wait(first.ID).State, StateSucceeded)
+	is.Equal(h.wait(second.ID).State, StateSucceeded)
+}
+
 // A changed retained workspace puts a succeeded run in needs_reconciliation
 // at the next start; it is no longer reported as accepted source.
 func TestChangedWorkspaceNeedsReconciliation(t *testing.T) {
@@ -276,7 +293,9 @@ func TestChangedWorkspaceNeedsReconciliation(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(r.State, StateNeedsReconciliation)
 	is.Equal(r.Error.Code, ErrCodeWorkspaceChanged)
-	is.True(r.FinalVerification != nil) // evidence kept
+	is.True(r.FinalVerification == nil) // no longer supports success
+	is.Equal(len(r.Verification), 1)    // the evidence is kept
+	is.True(r.Verification[0].Passed)
 	_, err = h.svc.Reconcile(context.Background(), r.ID, ReconcileRequest{Note: ""})
 	is.Equal(ErrorCode(err), EInvalid)
 	r, err = h.svc.Reconcile(context.Background(), r.ID, ReconcileRequest{Note: "edited by hand; abandoning"})

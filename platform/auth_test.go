@@ -1,6 +1,7 @@
 package platform_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -51,6 +52,8 @@ func TestExternalProviderTokens(t *testing.T) {
 		{name: "oversized", auth: "Bearer " + strings.Repeat("a", 32<<10+1), reason: "token_too_large"},
 		{name: "unlinked subject", auth: "Bearer " + x.token(t, "mallory", nil), reason: identity.ReasonNotLinked},
 		{name: "owner token off /admin", auth: "Bearer " + h.owner, reason: "token_malformed"},
+		// encoding/json would keep the last sub, alice's.
+		{name: "repeated claim", auth: "Bearer " + x.repeatedSub(t, "mallory", "alice"), reason: "token_malformed"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -230,4 +233,28 @@ func TestRepeatedAuthorizationIsRefused(t *testing.T) {
 	is.Equal(res.status, http.StatusUnauthorized)
 	res = h.do(req{method: "POST", path: "/idp/oauth/device/approve", body: "user_code=BCDF-GHJK", hdr: form, token: h.owner})
 	is.Equal(res.status, http.StatusNotFound)
+}
+
+// repeatedSub is a validly signed token of the external provider whose
+// payload names sub first as first, then as last.
+func (x *extIdP) repeatedSub(t testing.TB, first, last string) string {
+	t.Helper()
+	payload, err := json.Marshal(extClaims(last))
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload = append([]byte(`{"sub":"`+first+`",`), payload[1:]...)
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: x.key}, (&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", extKID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := signer.Sign(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := obj.CompactSerialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
 }

@@ -398,8 +398,11 @@ func (s *Service) streamChat(ctx context.Context, w http.ResponseWriter, jw *job
 		case <-s.stopped:
 			return nil
 		case <-heartbeat.C:
-			// An SSE comment: ignored by clients, keeps proxies from timing out.
-			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
+			// An SSE comment line keeps proxies from timing out. It has no
+			// blank line after it: the official openai-go client turns a
+			// blank line after a comment into an empty event and fails to
+			// decode it; the comment now joins the next chunk's event.
+			if _, err := fmt.Fprint(w, ": keep-alive\n"); err != nil || rc.Flush() != nil {
 				return nil
 			}
 		case <-changed:

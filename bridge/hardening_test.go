@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/matryer/is"
+	"github.com/openai/openai-go"
 )
 
 // TestStatusShowsOnlyOwnJobs: a client's /status counts its own jobs; the
@@ -279,4 +280,23 @@ func TestModelRetrieve(t *testing.T) {
 	}
 	_, err = oc.Models.Get(context.Background(), "bridge/nope")
 	is.True(err != nil && strings.Contains(err.Error(), "404"))
+}
+
+// TestChatStreamHeartbeatsKeepOpenAIClientWorking: keep-alive comments
+// between chunks must not reach the official client as empty events (it
+// fails on them with "unexpected end of JSON input").
+func TestChatStreamHeartbeatsKeepOpenAIClientWorking(t *testing.T) {
+	e := newEnv(t, withBridge("  heartbeat: 10ms\n"))
+	is := is.New(t)
+	oc := e.openai(e.token("ide", "read,submit"))
+	stream := oc.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
+		Model:    "bridge/claude",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("#slow:80 slow hello")},
+	})
+	var acc openai.ChatCompletionAccumulator
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+	}
+	is.NoErr(stream.Err())
+	is.True(strings.Contains(acc.Choices[0].Message.Content, "slow hello"))
 }

@@ -283,6 +283,7 @@ func (s *Service) providerFor(name, profile string) (provider.Provider, string, 
 		}
 		name = pn
 		cfg.Path, cfg.Args, cfg.Env = p.Command, p.Args, p.Env
+		cfg.PermissionMode, cfg.Sandbox = p.PermissionMode, p.Sandbox
 	} else if name == provider.NameCommand {
 		return nil, "", "", fieldErr("provider", "the command provider needs a profile naming its command (config.yaml bridge.profiles.<name>.command)")
 	}

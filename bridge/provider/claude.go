@@ -178,8 +178,10 @@ func (p *claudeParser) parseLine(line []byte, now time.Time) []Event {
 				ev.Retry.Status = *m.ErrorStatus
 			}
 			ev.Text = fmt.Sprintf("API request failed (%s), retry %d of %d", retryCause(m.Error, ev.Retry.Status), m.Attempt, m.MaxRetries)
+			// Not the turn's failure (the retry may succeed); a stall is
+			// classified from this text (failureFromText).
 			if m.ParentToolUseID == "" {
-				p.st.lastError, p.st.failure = ev.Text, claudeFailure(m.Error)
+				p.st.lastError = ev.Text
 			}
 			evs = append(evs, ev)
 		}

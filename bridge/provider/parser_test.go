@@ -335,7 +335,7 @@ func TestParseLineEdgeCases(t *testing.T) {
 				if r := evs[0].Retry; r == nil || *r != want || evs[0].Code != "rate_limit" {
 					t.Errorf("retry %+v code %q, want %+v rate_limit", r, evs[0].Code, want)
 				}
-				if evs[0].Text != "API request failed (rate_limit, HTTP 429), retry 1 of 10" || st.failure != FailureRateLimit {
+				if evs[0].Text != "API request failed (rate_limit, HTTP 429), retry 1 of 10" || st.failure != "" {
 					t.Errorf("text %q failure %q", evs[0].Text, st.failure)
 				}
 			},
@@ -544,10 +544,26 @@ func TestFailureFromText(t *testing.T) {
 		"unexpected status 401 Unauthorized: Missing bearer":                     FailureAuth,
 		"exceeded retry limit, last status: 429 Too Many Requests":               FailureRateLimit,
 		"You've hit your usage limit. Upgrade to Pro or try again later.":        FailureRateLimit,
+		"API request failed (rate_limit, HTTP 429), retry 3 of 10":               FailureRateLimit,
 		"Reconnecting... waiting for network (Connection failed: error sending)": "",
 	} {
 		if got := failureFromText(msg); got != want {
 			t.Errorf("failureFromText(%q) = %q, want %q", msg, got, want)
 		}
 	}
+}
+
+// TestClaudeRetryIsNotTheFailure: a retried rate limit does not make a turn
+// that later fails for another reason a rate-limited one.
+func TestClaudeRetryIsNotTheFailure(t *testing.T) {
+	is := is.New(t)
+	p := newClaudeParser()
+	for _, l := range []string{
+		`{"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"retry_delay_ms":500,"error_status":429,"error":"rate_limit","session_id":"s"}`,
+		`{"type":"result","subtype":"error_max_turns","is_error":true,"session_id":"s"}`,
+	} {
+		p.parseLine([]byte(l), time.Unix(1, 0))
+	}
+	is.True(p.st.isError)
+	is.Equal(p.st.failure, "")
 }

@@ -181,7 +181,7 @@ func New(ctx context.Context, d daemon.Deps, o Options) (*Service, error) {
 	standing := func(ctx context.Context, principal string, c auth.Capability, sc auth.Scope) (auth.Decision, error) {
 		return identity.Standing(ctx, d.DB.Reader(), principal, c, sc)
 	}
-	if s.trigger, err = trigger.New(trigger.Options{DB: d.DB, Runs: s.engine, Standing: standing, Logger: log, Now: now}); err != nil {
+	if s.trigger, err = trigger.New(trigger.Options{DB: d.DB, Box: d.Box, Runs: s.engine, Standing: standing, Logger: log, Now: now}); err != nil {
 		return nil, err
 	}
 	s.engine.AddPhase("fire due schedules", s.trigger.DueSchedules)

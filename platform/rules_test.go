@@ -80,6 +80,7 @@ func TestHeadForEveryGet(t *testing.T) {
 	_, task := h.humanTaskOf(op, h.setupReview(op), "seed-human", map[string]any{"orderId": "o-1"})
 	ids["human-tasks"] = task.ID
 	sched := h.mustCreateSchedule(op, map[string]any{"cron": "0 9 * * 1-5", "activation_id": ids["activations"], "input": map[string]any{"customerId": "c-1"}})
+	trig := h.mustCreateTrigger(op, map[string]any{"activation_id": ids["activations"]})
 	n := 0
 	for _, rt := range h.svc.API().Routes() {
 		if rt.Method != http.MethodGet {
@@ -94,6 +95,7 @@ func TestHeadForEveryGet(t *testing.T) {
 			path = strings.ReplaceAll(path, "{adapter}", "echo")
 			path = strings.ReplaceAll(path, "{run}", run.ID)
 			path = strings.ReplaceAll(path, "/schedules/{id}", "/schedules/"+sched.ID)
+			path = strings.ReplaceAll(path, "/triggers/{id}", "/triggers/"+trig.ID)
 			get := h.get(path, op)
 			head := h.do(req{method: "HEAD", path: path, token: op})
 			is.Equal(get.status, 200)

@@ -57,6 +57,7 @@ func (s *Service) Register(a *api.API, r *httprouter.Router) {
 	for _, rt := range routes {
 		a.Handle(r, rt)
 	}
+	s.registerTriggers(a, r)
 }
 
 // requireEnvironment answers 404 unless the path's environment exists.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -12,6 +14,7 @@ import (
 	"github.com/agentbridge/bridge/platform/auth"
 	"github.com/agentbridge/bridge/platform/engine"
 	"github.com/agentbridge/bridge/store"
+	"github.com/agentbridge/bridge/store/secretbox"
 )
 
 // Runs is what triggers need of the run engine (engine.Service implements
@@ -31,7 +34,9 @@ type Standing func(ctx context.Context, principal string, c auth.Capability, sc 
 
 // Options configures New.
 type Options struct {
-	DB       *store.DB
+	DB *store.DB
+	// Box seals the signing secrets of webhook triggers.
+	Box      *secretbox.Box
 	Runs     Runs
 	Standing Standing
 	Logger   *slog.Logger
@@ -44,17 +49,23 @@ type Options struct {
 // Service serves schedules.
 type Service struct {
 	db       *store.DB
+	box      *secretbox.Box
 	runs     Runs
 	standing Standing
 	log      *slog.Logger
 	now      func() time.Time
 	newID    func() string
+
+	// keys caches the opened signing keys of triggers by id (a trigger's
+	// secret never changes; disabled ones are forgotten).
+	mu   sync.Mutex
+	keys map[string][]byte
 }
 
 // New builds the service.
 func New(o Options) (*Service, error) {
-	if o.DB == nil || o.Runs == nil || o.Standing == nil {
-		return nil, errors.New("trigger: Options.DB, Runs and Standing are required")
+	if o.DB == nil || o.Box == nil || o.Runs == nil || o.Standing == nil {
+		return nil, errors.New("trigger: Options.DB, Box, Runs and Standing are required")
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -65,7 +76,8 @@ func New(o Options) (*Service, error) {
 	if o.NewID == nil {
 		o.NewID = func() string { return uuid.Must(uuid.NewV7()).String() }
 	}
-	return &Service{db: o.DB, runs: o.Runs, standing: o.Standing, log: o.Logger, now: o.Now, newID: o.NewID}, nil
+	return &Service{db: o.DB, box: o.Box, runs: o.Runs, standing: o.Standing, log: o.Logger, now: o.Now, newID: o.NewID,
+		keys: map[string][]byte{}}, nil
 }
 
 // timestamp is the clock's time at the stored precision (milliseconds).
@@ -80,4 +92,39 @@ func (s *Service) shown(ctx context.Context, sc auth.Scope, sch Schedule) (Sched
 	}
 	sch.Input = in
 	return sch, nil
+}
+
+// maxCachedKeys bounds the key cache (cleared when full).
+const maxCachedKeys = 10000
+
+// key answers the HMAC key of an enabled trigger, opening its sealed
+// secret once.
+func (s *Service) key(t triggerRow) ([]byte, error) {
+	s.mu.Lock()
+	k, ok := s.keys[t.ID]
+	s.mu.Unlock()
+	if ok {
+		return k, nil
+	}
+	secret, err := s.box.OpenString(t.sealed, t.ID)
+	if err != nil {
+		return nil, fmt.Errorf("trigger: open the secret of %s: %w", t.ID, err)
+	}
+	if k, err = secretKey(secret); err != nil {
+		return nil, fmt.Errorf("trigger: the secret of %s: %w", t.ID, err)
+	}
+	s.mu.Lock()
+	if len(s.keys) >= maxCachedKeys {
+		clear(s.keys)
+	}
+	s.keys[t.ID] = k
+	s.mu.Unlock()
+	return k, nil
+}
+
+// forget drops a disabled trigger's cached key.
+func (s *Service) forget(id string) {
+	s.mu.Lock()
+	delete(s.keys, id)
+	s.mu.Unlock()
 }

@@ -94,7 +94,7 @@ func (e *env) chatAsync(tok, body string) <-chan resp {
 func TestStrictRequestParsing(t *testing.T) {
 	e := newEnv(t)
 	is := is.New(t)
-	tok := e.token("ide", "read,submit,control")
+	tok := e.token("ide", "read,submit,control,workflows")
 	id := e.finished(tok, "first")
 	auth := "Bearer " + tok
 	for name, tc := range map[string]struct{ path, body string }{
@@ -107,6 +107,7 @@ func TestStrictRequestParsing(t *testing.T) {
 		"message duplicate key":    {"/v1/bridge/jobs/" + id + "/messages", `{"text":"a","text":"b"}`},
 		"message lone surrogate":   {"/v1/bridge/jobs/" + id + "/messages", `{"text":"\udfff"}`},
 		"control invalid UTF-8":    {"/v1/bridge/jobs/" + id + "/retry", "{\"\xfe\":1}"},
+		"workflow run duplicate":   {"/v1/bridge/workflow-runs", `{"templateId":"a/b","inputs":{"x":"1","x":"2"}}`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := e.rawRequest("POST", tc.path, tc.body, "Authorization", auth)

@@ -302,3 +302,14 @@ func TestProfilePermissionsValidated(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkflowAgentBlankPrompt: an agent step with nothing to say fails at
+// once, without a job the CLI would end without a result.
+func TestWorkflowAgentBlankPrompt(t *testing.T) {
+	is := is.New(t)
+	_, svc := newBridgeOnly(t, "")
+	res := runAgent(t, svc.WorkflowAgents(nil), agentTask("fake", " \n\t ", ""))
+	is.True(!res.Succeeded)
+	is.Equal(res.Code, "AGENT_PROMPT_EMPTY")
+	is.Equal(res.JobID, "")
+}

@@ -98,6 +98,11 @@ func (a *WorkflowAgents) RunAgent(ctx context.Context, t engine.AgentTask) (engi
 			Message: fmt.Sprintf("the agent step's model %q is not a model name (letters, digits and . _ : / @ -, at most 128)", t.Spec.Model)}, nil
 	}
 	prompt := agentPrompt(t.Spec)
+	if strings.TrimSpace(prompt) == "" {
+		// The agent CLIs answer a blank prompt with no result at all.
+		return engine.AgentResult{Status: string(StateFailed), Code: "AGENT_PROMPT_EMPTY",
+			Message: "the agent step has no prompt and no instructions"}, nil
+	}
 	if n := utf8.RuneCountInString(prompt); n > maxTextChars {
 		return engine.AgentResult{Status: string(StateFailed), Code: "AGENT_PROMPT_TOO_LONG",
 			Message: fmt.Sprintf("the agent prompt has %d characters; a bridge job takes at most %d", n, maxTextChars)}, nil

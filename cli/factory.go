@@ -157,6 +157,9 @@ func factoryProgress(r factory.Run) string {
 		if r.Progress.Command != "" {
 			line += " — " + r.Progress.Command
 		}
+		if r.Progress.Paused != "" {
+			line += " — " + r.Progress.Paused
+		}
 		return line
 	case r.State == factory.StateRunning:
 		return "  preparing the workspace"

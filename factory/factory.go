@@ -39,15 +39,18 @@ type Settings struct {
 	MaxActiveRuns  int             `yaml:"max-active-runs" env:"FACTORY_MAX_ACTIVE_RUNS"`
 	CommandTimeout config.Duration `yaml:"command-timeout" env:"FACTORY_COMMAND_TIMEOUT"`
 	AgentTimeout   config.Duration `yaml:"agent-timeout" env:"FACTORY_AGENT_TIMEOUT"`
+	// RateLimitBackoff is the first wait after a provider rate limit.
+	RateLimitBackoff config.Duration `yaml:"rate-limit-backoff" env:"FACTORY_RATE_LIMIT_BACKOFF"`
 }
 
 // DefaultSettings are the spec's defaults (spec 3, "Factory limits").
 func DefaultSettings() Settings {
 	return Settings{
-		RepairAttempts: DefaultRepairAttempts,
-		MaxActiveRuns:  2,
-		CommandTimeout: config.Duration(10 * time.Minute),
-		AgentTimeout:   config.Duration(30 * time.Minute),
+		RepairAttempts:   DefaultRepairAttempts,
+		MaxActiveRuns:    2,
+		CommandTimeout:   config.Duration(10 * time.Minute),
+		AgentTimeout:     config.Duration(30 * time.Minute),
+		RateLimitBackoff: config.Duration(time.Minute),
 	}
 }
 
@@ -65,6 +68,9 @@ func (s Settings) Validate() error {
 	}
 	if d := s.AgentTimeout.D(); d < time.Second || d > 24*time.Hour {
 		errs = append(errs, fmt.Errorf("agent-timeout must be 1s to 24h, got %s", d))
+	}
+	if d := s.RateLimitBackoff.D(); d < time.Millisecond || d > time.Hour {
+		errs = append(errs, fmt.Errorf("rate-limit-backoff must be 1ms to 1h, got %s", d))
 	}
 	return errors.Join(errs...)
 }
@@ -372,6 +378,7 @@ func (s *Service) policyFor(req CreateRequest) (Policy, error) {
 	p := Policy{
 		RepairAttempts: s.settings.RepairAttempts, CommandTimeout: Duration(s.settings.CommandTimeout.D()),
 		AgentTimeout: Duration(s.settings.AgentTimeout.D()), MaxCommands: MaxCommands, DiffLimit: DiffLimit,
+		RateLimitBackoff: Duration(s.settings.RateLimitBackoff.D()), RateLimitRetries: RateLimitRetries,
 		Runner: "local: fresh git clone in the data directory; agent and checks in process groups of their own",
 	}
 	switch {
@@ -467,6 +474,9 @@ func (s *Service) get(ctx context.Context, id string, withDiff bool) (Run, error
 		for _, t := range r.Tasks {
 			if t.Index == row.currentTask {
 				r.Progress.Title = t.Title
+				if t.State == TaskPaused {
+					r.Progress.Paused = t.Error
+				}
 			}
 		}
 	}

@@ -52,6 +52,9 @@ const (
 	TaskFailed    = "failed"
 	TaskCancelled = "cancelled"
 	TaskSkipped   = "skipped"
+	// TaskPaused is an agent task waiting for its automatic retry after a
+	// provider rate limit; its error says when.
+	TaskPaused = "paused"
 )
 
 // Roles of agent tasks (frozen in the plan).
@@ -68,7 +71,8 @@ const (
 	ErrCodeVerificationFailed = "verification_failed" // the checks failed after every repair
 	ErrCodeAgentFailed        = "agent_failed"        // the agent turn ended in an error
 	ErrCodeProviderAuth       = "provider_auth"       // the agent CLI is not logged in: operator action
-	ErrCodeProviderRateLimit  = "provider_rate_limit" // the provider refused for rate or quota limits: operator action
+	ErrCodeProviderRateLimit  = "provider_rate_limit" // still rate limited after the automatic retries
+	ErrCodeProviderQuota      = "provider_quota"      // the provider's usage quota is exhausted: operator action
 	ErrCodeNoChanges          = "no_changes"          // a build or maintenance run changed nothing
 	ErrCodeDiffTooLarge       = "diff_too_large"      // the run diff exceeds DiffLimit
 	ErrCodeSource             = "source_unavailable"  // the repository could not be cloned at its recorded tree
@@ -91,6 +95,9 @@ const (
 	MaxRepairAttempts = 3
 	// DefaultRepairAttempts is FACTORY_REPAIR_ATTEMPTS unless configured.
 	DefaultRepairAttempts = 2
+	// RateLimitRetries bounds the automatic retries of an agent turn
+	// refused by a provider rate limit, per run.
+	RateLimitRetries = 3
 )
 
 // Run is a factory run as the API serves it.
@@ -135,6 +142,8 @@ type Progress struct {
 	Task    int    `json:"task,omitempty"`
 	Title   string `json:"title,omitempty"`
 	Command string `json:"command,omitempty"`
+	// Paused says why and until when the task waits (a provider rate limit).
+	Paused string `json:"paused,omitempty"`
 }
 
 // RunError says why a run failed or needs reconciliation.
@@ -152,7 +161,11 @@ type Policy struct {
 	CommandTimeout Duration `json:"command_timeout"`
 	AgentTimeout   Duration `json:"agent_timeout"`
 	MaxCommands    int      `json:"max_commands"`
-	DiffLimit      int64    `json:"diff_limit"`
+	// RateLimitBackoff is the wait before the first automatic retry after
+	// a provider rate limit; it doubles for each further retry.
+	RateLimitBackoff Duration `json:"rate_limit_backoff"`
+	RateLimitRetries int      `json:"rate_limit_retries"`
+	DiffLimit        int64    `json:"diff_limit"`
 	// Runner is how work is isolated: a fresh clone in the data directory,
 	// every process in its own process group.
 	Runner string `json:"runner"`
@@ -230,7 +243,10 @@ type PlanProvider struct {
 
 // Turn is one agent turn: the provider's events, exit code and answer.
 type Turn struct {
-	Task       int         `json:"task"`
+	Task int `json:"task"`
+	// Turn counts the turns of the task: more than one when a turn was
+	// refused by a provider rate limit and retried.
+	Turn       int         `json:"turn"`
 	Provider   string      `json:"provider"`
 	ExitCode   int         `json:"exit_code"`
 	IsError    bool        `json:"is_error"`

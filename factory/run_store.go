@@ -288,10 +288,10 @@ func updateTask(ctx context.Context, tx *sql.Tx, runID string, idx int, state, e
 	return nil
 }
 
-// closeOpenTasks marks every pending or running task of a run as state.
+// closeOpenTasks marks every pending, running or paused task of a run as state.
 func closeOpenTasks(ctx context.Context, tx *sql.Tx, runID, state string, now time.Time) error {
-	_, err := tx.ExecContext(ctx, `UPDATE factory_tasks SET state = ?, finished_at = ? WHERE run_id = ? AND state IN (?, ?)`,
-		state, toMs(now), runID, TaskPending, TaskRunning)
+	_, err := tx.ExecContext(ctx, `UPDATE factory_tasks SET state = ?, finished_at = ? WHERE run_id = ? AND state IN (?, ?, ?)`,
+		state, toMs(now), runID, TaskPending, TaskRunning, TaskPaused)
 	if err != nil {
 		return fmt.Errorf("factory: close tasks of run %s: %w", runID, err)
 	}
@@ -321,8 +321,8 @@ func listTasks(ctx context.Context, q queryer, runID string) ([]Task, error) {
 // Agent turns.
 
 func insertTurn(ctx context.Context, tx *sql.Tx, runID string, t Turn) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO factory_turns (run_id, task_idx, provider, exit_code, is_error, failure, text, stderr, events, started_at, duration_ms)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?)`, runID, t.Task, t.Provider, t.ExitCode, t.IsError, t.Failure, t.Text, t.Stderr,
+	_, err := tx.ExecContext(ctx, `INSERT INTO factory_turns (run_id, task_idx, turn, provider, exit_code, is_error, failure, text, stderr, events, started_at, duration_ms)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`, runID, t.Task, t.Turn, t.Provider, t.ExitCode, t.IsError, t.Failure, t.Text, t.Stderr,
 		mustJSON(t.Events), toMs(t.StartedAt), t.DurationMS)
 	if err != nil {
 		return fmt.Errorf("factory: record agent turn of run %s: %w", runID, err)
@@ -331,8 +331,8 @@ func insertTurn(ctx context.Context, tx *sql.Tx, runID string, t Turn) error {
 }
 
 func listTurns(ctx context.Context, q queryer, runID string) ([]Turn, error) {
-	rows, err := q.QueryContext(ctx, `SELECT task_idx, provider, exit_code, is_error, failure, text, stderr, events, started_at, duration_ms
-		FROM factory_turns WHERE run_id = ? ORDER BY task_idx`, runID)
+	rows, err := q.QueryContext(ctx, `SELECT task_idx, turn, provider, exit_code, is_error, failure, text, stderr, events, started_at, duration_ms
+		FROM factory_turns WHERE run_id = ? ORDER BY task_idx, turn`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("factory: list turns of run %s: %w", runID, err)
 	}
@@ -342,7 +342,7 @@ func listTurns(ctx context.Context, q queryer, runID string) ([]Turn, error) {
 		var t Turn
 		var events string
 		var started int64
-		if err := rows.Scan(&t.Task, &t.Provider, &t.ExitCode, &t.IsError, &t.Failure, &t.Text, &t.Stderr, &events, &started, &t.DurationMS); err != nil {
+		if err := rows.Scan(&t.Task, &t.Turn, &t.Provider, &t.ExitCode, &t.IsError, &t.Failure, &t.Text, &t.Stderr, &events, &started, &t.DurationMS); err != nil {
 			return nil, fmt.Errorf("factory: list turns of run %s: %w", runID, err)
 		}
 		if err := json.Unmarshal([]byte(events), &t.Events); err != nil {

@@ -76,6 +76,8 @@ type runner struct {
 	project string // the project directory inside the workspace
 	checks  []PlannedCheck
 	head    string // the latest commit of the workspace
+	// rateRetries counts the automatic retries after provider rate limits.
+	rateRetries int
 }
 
 // stop is how a step ends the run early: failed with a code, or stopped by
@@ -289,50 +291,30 @@ func (x *runner) agentTask(t Task) *stop {
 		return &stop{ErrCodeWorkspace, err.Error()}
 	}
 	prompt := x.prompt(t)
-	sum := sha256.Sum256([]byte(prompt))
-	ref, err := x.intent(ActionAgent, map[string]any{"task": t.Index, "provider": x.prov.Name(), "profile": x.run.Profile,
-		"prompt_sha256": hex.EncodeToString(sum[:]), "prompt_bytes": len(prompt)})
-	if err != nil {
-		return &stop{ErrCodeWorkspace, err.Error()}
-	}
-	turn := Turn{Task: t.Index, Provider: x.prov.Name(), Events: []TurnEvent{}, StartedAt: x.now().UTC().Truncate(time.Millisecond)}
-	actx, cancel := context.WithTimeout(x.ctx, time.Duration(x.run.Policy.AgentTimeout))
-	res, rerr := x.prov.Run(actx, provider.Request{Prompt: prompt, WorkDir: x.project, Env: x.env(t)}, func(ev provider.Event) {
-		if len(turn.Events) >= maxTurnEvents || ev.Kind == provider.EventRaw && ev.Text == "" {
-			return
+	for n := 1; ; n++ {
+		turn, res, rerr, timedOut, st := x.turn(t, prompt, n)
+		if st != nil {
+			return st
 		}
-		te := TurnEvent{Kind: string(ev.Kind), Text: truncate(ev.Text, 2048), Code: ev.Code, Time: ev.Time.UTC()}
-		if ev.Tool != nil {
-			te.Tool = ev.Tool.Name
+		if !turn.IsError {
+			break
 		}
-		turn.Events = append(turn.Events, te)
-	})
-	timedOut := errors.Is(actx.Err(), context.DeadlineExceeded) && x.ctx.Err() == nil
-	cancel()
-	turn.DurationMS = time.Since(turn.StartedAt).Milliseconds()
-	turn.ExitCode, turn.IsError, turn.Failure = res.ExitCode, res.IsError || rerr != nil, res.Failure
-	turn.Text, turn.Stderr = truncate(res.Text, 64<<10), truncate(res.Stderr, 64<<10)
-	var stall *provider.StallError
-	if errors.As(rerr, &stall) && turn.Failure == "" {
-		turn.Failure = stall.Failure
-	}
-	data := outcome(rerr, x)
-	data["exit_code"], data["is_error"], data["failure"] = res.ExitCode, turn.IsError, turn.Failure
-	if err := x.receipt(ActionAgent, ref, data, func(tx *sql.Tx) error { return insertTurn(x.wctx, tx, x.run.ID, turn) }); err != nil {
-		return &stop{ErrCodeWorkspace, err.Error()}
-	}
-	if st := x.interrupted(); st != nil {
-		return st
-	}
-	if turn.IsError {
-		st := &stop{ErrCodeAgentFailed, "the agent turn failed: " + agentError(res, rerr)}
+		if turn.Failure == provider.FailureRateLimit && !quotaExhausted(res, rerr) && x.rateRetries < x.run.Policy.RateLimitRetries {
+			if st := x.pauseForRateLimit(t); st != nil {
+				return st
+			}
+			continue
+		}
+		st = &stop{ErrCodeAgentFailed, "the agent turn failed: " + agentError(res, rerr)}
 		switch {
 		case timedOut:
 			st.msg = fmt.Sprintf("the agent did not finish within the agent timeout (%s)", time.Duration(x.run.Policy.AgentTimeout))
 		case turn.Failure == provider.FailureAuth:
 			st = &stop{ErrCodeProviderAuth, "the agent CLI is not logged in or its credentials were refused; log in with the CLI, then retry the run: " + agentError(res, rerr)}
+		case turn.Failure == provider.FailureRateLimit && quotaExhausted(res, rerr):
+			st = &stop{ErrCodeProviderQuota, "the provider's usage quota is exhausted; retry the run once it is restored: " + agentError(res, rerr)}
 		case turn.Failure == provider.FailureRateLimit:
-			st = &stop{ErrCodeProviderRateLimit, "the provider refused the turn for rate or usage limits; retry the run later: " + agentError(res, rerr)}
+			st = &stop{ErrCodeProviderRateLimit, fmt.Sprintf("the provider still refused the turn for rate limits after %d automatic retries; retry the run later: %s", x.rateRetries, agentError(res, rerr))}
 		}
 		_ = x.setTask(t, TaskFailed, st.msg)
 		return st
@@ -600,4 +582,77 @@ func (x *runner) failureReport(attempt int) string {
 		}
 	}
 	return b.String()
+}
+
+// turn runs the n-th agent turn of task t between its intent and receipt.
+func (x *runner) turn(t Task, prompt string, n int) (Turn, provider.Result, error, bool, *stop) {
+	sum := sha256.Sum256([]byte(prompt))
+	turn := Turn{Task: t.Index, Turn: n, Provider: x.prov.Name(), Events: []TurnEvent{}, StartedAt: x.now().UTC().Truncate(time.Millisecond)}
+	ref, err := x.intent(ActionAgent, map[string]any{"task": t.Index, "turn": n, "provider": x.prov.Name(), "profile": x.run.Profile,
+		"prompt_sha256": hex.EncodeToString(sum[:]), "prompt_bytes": len(prompt)})
+	if err != nil {
+		return turn, provider.Result{}, nil, false, &stop{ErrCodeWorkspace, err.Error()}
+	}
+	actx, cancel := context.WithTimeout(x.ctx, time.Duration(x.run.Policy.AgentTimeout))
+	res, rerr := x.prov.Run(actx, provider.Request{Prompt: prompt, WorkDir: x.project, Env: x.env(t)}, func(ev provider.Event) {
+		if len(turn.Events) >= maxTurnEvents || ev.Kind == provider.EventRaw && ev.Text == "" {
+			return
+		}
+		te := TurnEvent{Kind: string(ev.Kind), Text: truncate(ev.Text, 2048), Code: ev.Code, Time: ev.Time.UTC()}
+		if ev.Tool != nil {
+			te.Tool = ev.Tool.Name
+		}
+		turn.Events = append(turn.Events, te)
+	})
+	timedOut := errors.Is(actx.Err(), context.DeadlineExceeded) && x.ctx.Err() == nil
+	cancel()
+	turn.DurationMS = time.Since(turn.StartedAt).Milliseconds()
+	turn.ExitCode, turn.IsError, turn.Failure = res.ExitCode, res.IsError || rerr != nil, res.Failure
+	turn.Text, turn.Stderr = truncate(res.Text, 64<<10), truncate(res.Stderr, 64<<10)
+	var stall *provider.StallError
+	if errors.As(rerr, &stall) && turn.Failure == "" {
+		turn.Failure = stall.Failure
+	}
+	data := outcome(rerr, x)
+	data["exit_code"], data["is_error"], data["failure"] = res.ExitCode, turn.IsError, turn.Failure
+	if err := x.receipt(ActionAgent, ref, data, func(tx *sql.Tx) error { return insertTurn(x.wctx, tx, x.run.ID, turn) }); err != nil {
+		return turn, res, rerr, timedOut, &stop{ErrCodeWorkspace, err.Error()}
+	}
+	return turn, res, rerr, timedOut, x.interrupted()
+}
+
+// quotaExhausted tells a provider's usage quota (operator action: the
+// spec's quota exhaustion) from a rate limit that passes with time, by the
+// words the agents use for it.
+func quotaExhausted(res provider.Result, err error) bool {
+	text := strings.ToLower(agentError(res, err))
+	for _, w := range []string{"usage limit", "quota", "billing", "credit balance", "insufficient credits"} {
+		if strings.Contains(text, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// pauseForRateLimit pauses task t until its automatic retry: the backoff
+// doubles with each retry of the run. The task shows the retry time.
+func (x *runner) pauseForRateLimit(t Task) *stop {
+	x.rateRetries++
+	wait := time.Duration(x.run.Policy.RateLimitBackoff) << (x.rateRetries - 1)
+	at := x.now().Add(wait).UTC().Truncate(time.Millisecond)
+	msg := fmt.Sprintf("paused by a provider rate limit; automatic retry %d of %d at %s", x.rateRetries, x.run.Policy.RateLimitRetries, at.Format(time.RFC3339Nano))
+	if err := x.setTask(t, TaskPaused, msg); err != nil {
+		return &stop{ErrCodeWorkspace, err.Error()}
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-x.ctx.Done():
+		return x.interrupted()
+	}
+	if err := x.setTask(t, TaskRunning, ""); err != nil {
+		return &stop{ErrCodeWorkspace, err.Error()}
+	}
+	return nil
 }

@@ -38,7 +38,7 @@ func TestSettingsBounds(t *testing.T) {
 	s, err = loadWithEnv(t, "factory:\n  command-timeout: 1s\n  agent-timeout: 24h\n  max-active-runs: 64\n", nil)
 	is.NoErr(err)
 	is.Equal(s.CommandTimeout.D(), time.Second)
-	for _, bad := range []string{"command-timeout: 999ms", "agent-timeout: 25h", "max-active-runs: 0", "max-active-runs: 65", "repair-attempts: 4"} {
+	for _, bad := range []string{"command-timeout: 999ms", "agent-timeout: 25h", "max-active-runs: 0", "max-active-runs: 65", "repair-attempts: 4", "rate-limit-backoff: 2h"} {
 		if _, err := loadWithEnv(t, "factory:\n  "+bad+"\n", nil); err == nil {
 			t.Errorf("%s accepted", bad)
 		}

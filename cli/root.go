@@ -126,6 +126,7 @@ directory + /bridge; override with --data-dir).`,
 	root.AddCommand(a.incidentCmd())
 	root.AddCommand(a.humanCmd())
 	root.AddCommand(a.scheduleCmd())
+	root.AddCommand(a.triggerCmd())
 	root.AddCommand(a.factoryCmd())
 	return root
 }

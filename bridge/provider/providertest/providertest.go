@@ -5,7 +5,7 @@
 // The fake agent (bridge/provider/testdata/fakeagent) impersonates Claude
 // Code or Codex depending on the name it is invoked under, and is driven by
 // directives in the prompt: #transcript:NAME (plain, tools, error; claude
-// also subagent and rate-limit, codex also unauthorized), #recorded:NAME
+// also subagent, rate-limit and retries, codex also unauthorized), #recorded:NAME
 // (output captured from the real CLIs without credentials or network,
 // transcripts/recorded), #echo (default), #pwd, #env:NAME, #args, #slow:MS,
 // #big:N, #malformed, #crash, #hang, #ignore-term, #linger and (command

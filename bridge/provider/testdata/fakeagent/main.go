@@ -9,7 +9,7 @@
 // or a positional argument) and acts on directives in it:
 //
 //	#transcript:NAME  replay transcripts/<claude|codex>/NAME.jsonl (claude: plain,
-//	                  tools, error, subagent, rate-limit; codex: plain, tools,
+//	                  tools, error, subagent, rate-limit, retries; codex: plain, tools,
 //	                  error, unauthorized)
 //	#recorded:NAME    replay transcripts/recorded/NAME.txt, output captured from
 //	                  the real CLI (stdout, stderr, then its exit code; a CLI that

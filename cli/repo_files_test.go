@@ -77,7 +77,7 @@ func TestReadmeReferencesRealFiles(t *testing.T) {
 			continue
 		}
 		for _, v := range []string{"SIG", "BODY", "B", "S", "TOKEN", "TOK", "RUN"} {
-			if regexp.MustCompile(`\$` + v + `\b`).MatchString(line) && !defined[v] {
+			if regexp.MustCompile(`\$`+v+`\b`).MatchString(line) && !defined[v] {
 				t.Errorf("README uses $%s before defining it: %s", v, line)
 			}
 		}

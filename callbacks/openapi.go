@@ -128,7 +128,7 @@ func openAPI(routes []route) map[string]any {
 			"version": "1.0.0",
 			"description": "Outbound callbacks: authorized domains, callback configurations, event subscriptions and the " +
 				"executions that record every delivery attempt. Every operation needs the daemon's owner token " +
-				"(Authorization: Bearer <contents of owner.token in the data directory>). Errors are application/problem+json " +
+				"(`Authorization: Bearer <contents of owner.token in the data directory>`). Errors are application/problem+json " +
 				"with a CB- code. See callbacks/README.md for the signature scheme and the execution states.",
 		},
 		"tags":    tagList,

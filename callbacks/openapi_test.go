@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -193,4 +194,8 @@ func TestSwaggerUIServesThisDocumentFirst(t *testing.T) {
 	is.Equal(public, []string{"/swagger-ui.html", "/swagger-ui/LICENSE", "/swagger-ui/NOTICE", "/swagger-ui/app.css", "/swagger-ui/app.js",
 		"/swagger-ui/swagger-ui-bundle.js", "/swagger-ui/swagger-ui-bundle.js.LICENSE.txt", "/swagger-ui/swagger-ui.css", "/v3/api-docs"})
 	is.Equal(pathAPIDocs, docsui.CallbacksDocURL)
+	// Swagger UI renders descriptions as Markdown, dropping a bare <tag>:
+	// angle brackets stand only in code spans.
+	desc := fetchDoc(t, h)["info"].(map[string]any)["description"].(string)
+	is.True(!strings.Contains(regexp.MustCompile("`[^`]*`").ReplaceAllString(desc, ""), "<"))
 }

@@ -35,12 +35,13 @@ token. See docs/factory-api.md.`,
 		Example: `  bridge factory run --repo . --mode build "add a --json flag to list"
   bridge factory run --repo . --mode test
   bridge factory list --state failed
+  bridge factory resume 0192a0c4-7e1f-7b2d-9c3e-4f5a6b7c8d9e
   bridge factory diff 0192a0c4-7e1f-7b2d-9c3e-4f5a6b7c8d9e | git apply`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(a.factoryRunCmd(), a.factoryListCmd(), a.factoryShowCmd(), a.factoryPlanCmd(), a.factoryJournalCmd(),
-		a.factoryDiffCmd(), a.factoryVerifyLogCmd(), a.factoryExportCmd(), a.factoryCancelCmd(), a.factoryRetryCmd(), a.factoryReconcileCmd())
+		a.factoryDiffCmd(), a.factoryVerifyLogCmd(), a.factoryExportCmd(), a.factoryCancelCmd(), a.factoryRetryCmd(), a.factoryResumeCmd(), a.factoryHandoffCmd(), a.factoryReconcileCmd())
 	return cmd
 }
 
@@ -467,19 +468,52 @@ func (a *app) factoryCancelCmd() *cobra.Command {
 		})
 }
 
-func (a *app) factoryRetryCmd() *cobra.Command {
+// factoryFollowCmd builds a command that posts to a run's action route and
+// follows the run it answers, like run does; body, when set, gives the
+// request body (nil for none).
+func (a *app) factoryFollowCmd(use, short, long, example, action string, body func() (any, error)) *cobra.Command {
 	var detach, asJSON bool
-	cmd := a.factoryIDCmd("retry", "Start a fresh run (new clone of the repository's HEAD) with a finished run's settings", "",
-		"  bridge factory retry 0192a0c4-7e1f-7b2d-9c3e-4f5a6b7c8d9e",
-		func(cmd *cobra.Command, c *client, id string) error {
-			var run factory.Run
-			if err := c.do(cmd.Context(), http.MethodPost, c.state.ServicesURL, factoryRunsPath+"/"+url.PathEscape(id)+"/retry", nil, &run); err != nil {
+	cmd := a.factoryIDCmd(use, short, long, example, func(cmd *cobra.Command, c *client, id string) error {
+		var req any
+		if body != nil {
+			var err error
+			if req, err = body(); err != nil {
 				return err
 			}
-			return a.followRun(cmd.Context(), c, run, detach, asJSON)
-		})
+		}
+		var run factory.Run
+		if err := c.do(cmd.Context(), http.MethodPost, c.state.ServicesURL, factoryRunsPath+"/"+url.PathEscape(id)+"/"+action, req, &run); err != nil {
+			return err
+		}
+		return a.followRun(cmd.Context(), c, run, detach, asJSON)
+	})
 	cmd.Flags().BoolVar(&detach, "detach", false, "print the queued run and return at once")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run as JSON")
+	return cmd
+}
+
+func (a *app) factoryRetryCmd() *cobra.Command {
+	return a.factoryFollowCmd("retry", "Start a fresh run (new clone of the repository's HEAD) with a finished run's settings", "",
+		"  bridge factory retry 0192a0c4-7e1f-7b2d-9c3e-4f5a6b7c8d9e", "retry", nil)
+}
+
+func (a *app) factoryResumeCmd() *cobra.Command {
+	return a.factoryFollowCmd("resume", "Go on with a cancelled, interrupted or provider-stopped run in the same workspace",
+		"Plans the run's unfinished tasks again (a new plan revision) and follows the run like run does. The work already done is kept.",
+		"  bridge factory resume 0192a0c4-7e1f-7b2d-9c3e-4f5a6b7c8d9e", "resume", nil)
+}
+
+func (a *app) factoryHandoffCmd() *cobra.Command {
+	var req factory.HandoffRequest
+	cmd := a.factoryFollowCmd("handoff", "Resume a run with another agent (a profile or provider), keeping its source, checks and evidence", "",
+		"  bridge factory handoff 0192a0c4-7e1f-7b2d-9c3e-4f5a6b7c8d9e --profile codex", "handoff", func() (any, error) {
+			if req.Profile == "" && req.Provider == "" {
+				return nil, withCode(ExitUsage, errors.New("--profile or --provider is required"))
+			}
+			return req, nil
+		})
+	cmd.Flags().StringVar(&req.Profile, "profile", "", "the bridge profile that takes over")
+	cmd.Flags().StringVar(&req.Provider, "provider", "", "claude or codex with default settings")
 	return cmd
 }
 

@@ -151,6 +151,11 @@ func TestFactoryCLI(t *testing.T) {
 	is.True(strings.Contains(errOut, "repair_attempts"))
 	code, _, _ = run(ctx, "factory", "reconcile", "--data-dir", dir, id)
 	is.Equal(code, ExitUsage)
+	code, _, errOut = run(ctx, "factory", "resume", "--data-dir", dir, id)
+	is.Equal(code, ExitError) // a succeeded run is not resumed
+	is.True(strings.Contains(errOut, "FA-CONFLICT"))
+	code, _, _ = run(ctx, "factory", "handoff", "--data-dir", dir, id)
+	is.Equal(code, ExitUsage)
 
 	// --detach --json returns the queued run at once.
 	code, out, _ = run(ctx, "factory", "run", "--data-dir", dir, "--repo", repo, "--mode", "test", "--detach", "--json")

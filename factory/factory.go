@@ -369,8 +369,11 @@ func (s *Service) create(ctx context.Context, req CreateRequest, retryOf string)
 		return Run{}, err
 	}
 	s.pokeOutbox()
+	// The answer is the run as created (queued), whether or not the
+	// scheduler starts it at once.
+	created, err := s.get(ctx, r.ID, false)
 	s.schedule()
-	return s.get(ctx, r.ID, false)
+	return created, err
 }
 
 // policyFor validates the request's fields that freeze into the policy.

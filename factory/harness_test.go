@@ -142,7 +142,8 @@ func (h *harness) wait(id string) Run {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	h.t.Fatalf("run %s did not finish", id)
+	r, _ := h.svc.Get(context.Background(), id)
+	h.t.Fatalf("run %s did not finish: %s", id, mustJSON(r))
 	return Run{}
 }
 

@@ -73,6 +73,12 @@ func (s *Service) routes() []route {
 			status:      http.StatusOK, resp: Run{}, errs: []int{e401, e404, e409}}},
 		{method: http.MethodPost, path: pathRun + "/retry", h: s.handleRetry, op: operation{id: "retryRun", summary: "Create a fresh run (new clone of the repository's current HEAD) with a finished run's settings",
 			status: http.StatusCreated, resp: Run{}, errs: []int{e401, e404, e409, e422}}},
+		{method: http.MethodPost, path: pathRun + "/resume", h: s.handleResume, op: operation{id: "resumeRun", summary: "Queue a cancelled, interrupted or provider-stopped run again in the same workspace",
+			description: "Its unfinished tasks are planned again as a new plan revision; the work done (commits, verification attempts, agent turns) is kept. The retained workspace must be at the commit the journal records.",
+			status:      http.StatusOK, resp: Run{}, errs: []int{e401, e404, e409}}},
+		{method: http.MethodPost, path: pathRun + "/handoff", h: s.handleHandoff, op: operation{id: "handoffRun", summary: "Resume a run with another provider configuration (profile or provider)",
+			description: "Source, policy, checks and evidence are kept; the plan gets a new revision.",
+			body:        HandoffRequest{}, status: http.StatusOK, resp: Run{}, errs: []int{e400, e401, e404, e409, e413, e415, e422}}},
 		{method: http.MethodPost, path: pathRun + "/reconcile", h: s.handleReconcile, op: operation{id: "reconcileRun", summary: "Resolve a run in needs_reconciliation: journal the operator's note and end it failed",
 			body: ReconcileRequest{}, status: http.StatusOK, resp: Run{}, errs: []int{e400, e401, e404, e409, e413, e415, e422}}},
 		{method: http.MethodGet, path: DocPath, public: true, h: s.handleDoc},
@@ -267,6 +273,21 @@ func (s *Service) handleRetry(w http.ResponseWriter, r *http.Request, p httprout
 		return err
 	}
 	return s.answer(w, r, http.StatusCreated, func() (any, error) { return s.Retry(r.Context(), p.ByName("id")) })
+}
+
+func (s *Service) handleResume(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	if err := emptyBody(w, r); err != nil {
+		return err
+	}
+	return s.answer(w, r, http.StatusOK, func() (any, error) { return s.Resume(r.Context(), p.ByName("id")) })
+}
+
+func (s *Service) handleHandoff(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	var req HandoffRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	return s.answer(w, r, http.StatusOK, func() (any, error) { return s.Handoff(r.Context(), p.ByName("id"), req) })
 }
 
 func (s *Service) handleReconcile(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {

@@ -145,6 +145,11 @@ func TestHTTPRunLifecycle(t *testing.T) {
 	is.Equal(p.Code, "FA-CONFLICT")
 	st, p = c.problem("POST", "/api/v1/runs/"+run.ID+"/reconcile", `{"note":"x"}`)
 	is.Equal(st, http.StatusConflict)
+	st, p = c.problem("POST", "/api/v1/runs/"+run.ID+"/resume", "")
+	is.Equal(st, http.StatusConflict)
+	st, _ = c.problem("POST", "/api/v1/runs/"+run.ID+"/handoff", `{"profile":"fake"}`)
+	is.Equal(st, http.StatusConflict)
+	is.Equal(p.Code, "FA-CONFLICT")
 	status, _, data = c.do("POST", "/api/v1/runs/"+run.ID+"/retry", "")
 	is.Equal(status, http.StatusCreated)
 	var retry Run
@@ -205,6 +210,9 @@ func TestHTTPErrors(t *testing.T) {
 		{"cancel unknown", "POST", unknown + "/cancel", "", nil, 404, "FA-NOT-FOUND", ""},
 		{"cancel with a body", "POST", unknown + "/cancel", `{"force":true}`, nil, 400, "FA-BAD-REQUEST", "force"},
 		{"reconcile without note", "POST", unknown + "/reconcile", `{}`, nil, 422, "FA-VALIDATION", "note"},
+		{"resume unknown", "POST", unknown + "/resume", "", nil, 404, "FA-NOT-FOUND", ""},
+		{"handoff without profile", "POST", unknown + "/handoff", `{}`, nil, 422, "FA-VALIDATION", "profile"},
+		{"handoff unknown field", "POST", unknown + "/handoff", `{"model":"x"}`, nil, 400, "FA-BAD-REQUEST", "model"},
 		{"bad limit", "GET", "/api/v1/runs?limit=101", "", nil, 400, "FA-BAD-REQUEST", ""},
 		{"bad state", "GET", "/api/v1/runs?state=done", "", nil, 400, "FA-BAD-REQUEST", ""},
 		{"unknown query", "GET", "/api/v1/runs?sort=asc", "", nil, 400, "FA-BAD-REQUEST", ""},

@@ -350,3 +350,140 @@ func (s *Service) readRun(ctx context.Context, id string) (runRow, error) {
 	}
 	return getRun(ctx, s.db.Reader(), id)
 }
+
+// resumableCodes are the failures after which the retained workspace is a
+// sound basis to go on from: nothing judged the work yet, or the agent was
+// stopped by its provider, the operator or a shutdown.
+var resumableCodes = map[string]bool{
+	ErrCodeInterrupted: true, ErrCodeAgentFailed: true, ErrCodeProviderAuth: true,
+	ErrCodeProviderQuota: true, ErrCodeProviderRateLimit: true, ErrCodeCancelled: true,
+}
+
+// HandoffRequest is the body of POST /api/v1/runs/{id}/handoff: the new
+// provider configuration (a profile, or a provider with default settings).
+type HandoffRequest struct {
+	Provider string `json:"provider,omitempty"`
+	Profile  string `json:"profile,omitempty"`
+}
+
+// Resume queues a failed or cancelled run again in the same workspace: its
+// unfinished tasks are planned again as a new plan revision, after the
+// work already done (commits, verification attempts) which is kept.
+func (s *Service) Resume(ctx context.Context, id string) (Run, error) {
+	return s.resume(ctx, id, nil)
+}
+
+// Handoff is Resume with a new provider configuration: source, policy,
+// checks and evidence are kept; the plan gets a new revision.
+func (s *Service) Handoff(ctx context.Context, id string, req HandoffRequest) (Run, error) {
+	if req.Provider == "" && req.Profile == "" {
+		return Run{}, fieldErr("profile", "name the profile (or provider) that takes over")
+	}
+	return s.resume(ctx, id, &req)
+}
+
+// taskDone reports whether a task's outcome stands: a succeeded task, or a
+// verification attempt that ran to its failure.
+func taskDone(t Task) bool {
+	return t.State == TaskSucceeded || t.Kind == TaskVerify && t.State == TaskFailed
+}
+
+func (s *Service) resume(ctx context.Context, id string, h *HandoffRequest) (Run, error) {
+	row, err := s.readRun(ctx, id)
+	if err != nil {
+		return Run{}, err
+	}
+	code := ""
+	if row.Error != nil {
+		code = row.Error.Code
+	}
+	if (row.State != StateFailed && row.State != StateCancelled) || !resumableCodes[code] {
+		return Run{}, errorf(EConflict, "run %s is %s (%s); only a run cancelled, interrupted or stopped by its agent or provider can be resumed; retry it for a fresh run", id, row.State, code)
+	}
+	if len(row.checks) == 0 {
+		return Run{}, errorf(EConflict, "run %s stopped before its workspace was prepared; retry it for a fresh run", id)
+	}
+	provName, profile := row.Provider, row.Profile
+	if h != nil {
+		if row.Mode == ModeTest {
+			return Run{}, errorf(EConflict, "run %s is a test run: it has no agent to hand off", id)
+		}
+		if _, provName, profile, err = s.providerFor(h.Provider, h.Profile); err != nil {
+			return Run{}, err
+		}
+	}
+	g, err := s.gitTool()
+	if err != nil {
+		return Run{}, err
+	}
+	head, err := lastCommit(ctx, s.db.Reader(), id, row.SourceRevision)
+	if err != nil {
+		return Run{}, err
+	}
+	if problem := g.checkWorkspace(ctx, row.Workspace, head); problem != "" {
+		return Run{}, errorf(EConflict, "%s; it cannot be resumed: retry the run for a fresh clone", problem)
+	}
+	err = s.db.Write(ctx, func(tx *sql.Tx) error {
+		if cur, err := getRun(ctx, tx, id); err != nil || cur.State != row.State || cur.PlanRevision != row.PlanRevision {
+			return errors.Join(err, errorf(EConflict, "run %s changed meanwhile; look again", id))
+		}
+		tasks, err := listTasks(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		attempt := 0
+		for _, t := range tasks {
+			// An attempt that started may have recorded checks: the copy
+			// gets a new number.
+			if t.Kind == TaskVerify && t.State != TaskPending && t.State != TaskSkipped {
+				attempt = max(attempt, t.Attempt)
+			}
+		}
+		rev := row.PlanRevision + 1
+		first := len(tasks)
+		for i, t := range tasks {
+			if !taskDone(t) {
+				first = i
+				break
+			}
+		}
+		var copies []Task
+		for _, t := range tasks[first:] {
+			if taskDone(t) {
+				continue
+			}
+			c := Task{Index: len(tasks) + len(copies) + 1, Kind: t.Kind, Role: t.Role, Title: t.Title, Instruction: t.Instruction,
+				State: TaskPending, Revision: rev, Attempt: t.Attempt}
+			if c.Kind == TaskVerify {
+				attempt++
+				c.Attempt, c.Title = attempt, fmt.Sprintf("verify (attempt %d)", attempt)
+			}
+			copies = append(copies, c)
+		}
+		if len(copies) == 0 {
+			return errorf(EConflict, "run %s has no unfinished task", id)
+		}
+		now := s.now()
+		// The unfinished tasks stay in the plan as skipped; their copies run.
+		if err := closeOpenTasks(ctx, tx, id, TaskSkipped, now); err != nil {
+			return err
+		}
+		for _, c := range copies {
+			if err := insertTask(ctx, tx, id, c); err != nil {
+				return err
+			}
+		}
+		u := runUpdate{State: ptr(StateQueued), Error: &RunError{}, PlanRevision: &rev, Provider: &provName, Profile: &profile}
+		if err := updateRun(ctx, tx, id, u, now); err != nil {
+			return err
+		}
+		return insertOutbox(ctx, tx, runEvent(&row.Run, StateQueued, nil, now))
+	})
+	if err != nil {
+		return Run{}, err
+	}
+	s.pokeOutbox()
+	queued, err := s.get(ctx, id, false)
+	s.schedule()
+	return queued, err
+}

@@ -182,6 +182,8 @@ func queryRuns(ctx context.Context, q queryer, query string, args ...any) ([]run
 // runUpdate is a partial update of a run row; nil fields are kept.
 type runUpdate struct {
 	State              *string
+	Provider           *string
+	Profile            *string
 	SourceRevision     *string
 	SourceTree         *string
 	Workspace          *string
@@ -203,6 +205,12 @@ func updateRun(ctx context.Context, tx *sql.Tx, id string, u runUpdate, now time
 	add := func(col string, v any) { sets, args = append(sets, col+" = ?"), append(args, v) }
 	if u.State != nil {
 		add("state", *u.State)
+	}
+	if u.Provider != nil {
+		add("provider", *u.Provider)
+	}
+	if u.Profile != nil {
+		add("profile", *u.Profile)
 	}
 	if u.SourceRevision != nil {
 		add("source_revision", *u.SourceRevision)
@@ -485,4 +493,26 @@ func deleteOutbox(ctx context.Context, tx *sql.Tx, upTo int64) error {
 		return fmt.Errorf("factory: trim outbox: %w", err)
 	}
 	return nil
+}
+
+// lastCommit is the workspace head the journal records: the revision of
+// the last commit receipt that changed something, else the source.
+func lastCommit(ctx context.Context, q queryer, runID, source string) (string, error) {
+	entries, err := listJournal(ctx, q, runID)
+	if err != nil {
+		return "", err
+	}
+	head := source
+	for _, e := range entries {
+		if e.Kind != KindReceipt || e.Action != ActionCommit {
+			continue
+		}
+		var d struct {
+			Revision string `json:"revision"`
+		}
+		if json.Unmarshal(e.Data, &d) == nil && d.Revision != "" {
+			head = d.Revision
+		}
+	}
+	return head, nil
 }

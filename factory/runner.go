@@ -57,7 +57,7 @@ func (s *Service) execute(ctx context.Context, a *activeRun, row runRow) {
 		a.cancel(nil)
 		s.schedule()
 	}()
-	x := &runner{s: s, ctx: ctx, wctx: context.WithoutCancel(ctx), run: row.Run, head: row.SourceRevision}
+	x := &runner{s: s, ctx: ctx, wctx: context.WithoutCancel(ctx), run: row.Run, head: row.SourceRevision, checks: row.checks}
 	x.dir = s.runDir(row.ID)
 	x.project = filepath.Join(row.Workspace, filepath.FromSlash(row.Subdir))
 	x.do()
@@ -111,21 +111,16 @@ func (x *runner) steps() *stop {
 		return &stop{ErrCodeSource, err.Error()}
 	}
 	x.g = g
-	if st := x.clone(); st != nil {
+	if len(x.checks) > 0 {
+		// Resumed (Resume, Handoff): the same workspace, at the head its
+		// journal records, with the checks frozen when it was cloned.
+		head, err := lastCommit(x.wctx, x.s.db.Reader(), x.run.ID, x.run.SourceRevision)
+		if err != nil {
+			return &stop{ErrCodeWorkspace, err.Error()}
+		}
+		x.head = head
+	} else if st := x.prepare(); st != nil {
 		return st
-	}
-	checks, err := planChecks(x.project, x.run.Policy)
-	if err != nil {
-		return &stop{ErrCodeConfig, err.Error()}
-	}
-	if len(checks) == 0 {
-		return &stop{ErrCodeNoVerification, "no executable verification found: no " + ConfigFile + ", and no Go, Node, Python, Rust or Make checks in the project; name the commands in " + ConfigFile + " or with the request's verify"}
-	}
-	x.checks = checks
-	if err := x.write(func(tx *sql.Tx) error {
-		return updateRun(x.wctx, tx, x.run.ID, runUpdate{Checks: checks}, x.now())
-	}); err != nil {
-		return &stop{ErrCodeWorkspace, err.Error()}
 	}
 	if x.run.Mode != ModeTest {
 		prov, _, _, err := x.s.providerFor(x.providerName(), x.run.Profile)
@@ -138,7 +133,14 @@ func (x *runner) steps() *stop {
 	if err != nil {
 		return &stop{ErrCodeWorkspace, err.Error()}
 	}
+	// Each failed verification attempt was followed by one repair (a
+	// resumed run counts those of before).
 	repairs := 0
+	for _, t := range tasks {
+		if t.Kind == TaskVerify && t.State == TaskFailed {
+			repairs++
+		}
+	}
 	for i := 0; i < len(tasks); i++ {
 		t := tasks[i]
 		if t.State != TaskPending {
@@ -173,6 +175,27 @@ func (x *runner) steps() *stop {
 		}
 	}
 	return &stop{ErrCodeVerificationFailed, "the plan ended without a passing verification"}
+}
+
+// prepare clones the workspace and freezes the checks in the plan.
+func (x *runner) prepare() *stop {
+	if st := x.clone(); st != nil {
+		return st
+	}
+	checks, err := planChecks(x.project, x.run.Policy)
+	if err != nil {
+		return &stop{ErrCodeConfig, err.Error()}
+	}
+	if len(checks) == 0 {
+		return &stop{ErrCodeNoVerification, "no executable verification found: no " + ConfigFile + ", and no Go, Node, Python, Rust or Make checks in the project; name the commands in " + ConfigFile + " or with the request's verify"}
+	}
+	x.checks = checks
+	if err := x.write(func(tx *sql.Tx) error {
+		return updateRun(x.wctx, tx, x.run.ID, runUpdate{Checks: checks}, x.now())
+	}); err != nil {
+		return &stop{ErrCodeWorkspace, err.Error()}
+	}
+	return nil
 }
 
 // providerName is the provider to resolve again at run time: a profile

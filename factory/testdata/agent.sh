@@ -9,6 +9,11 @@ if has "#hang"; then
 	echo $$ > "$FAKE_DIR/agent.pid"
 	exec sleep 600
 fi
+if has "#stall-once" && [ ! -f "$FAKE_DIR/hung" ]; then
+	touch "$FAKE_DIR/hung"
+	echo $$ > "$FAKE_DIR/agent.pid"
+	exec sleep 600
+fi
 if has "#fail-agent"; then
 	echo "the agent broke" >&2
 	exit 3

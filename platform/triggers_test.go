@@ -2,9 +2,9 @@ package platform_test
 
 import (
 	"encoding/json"
-	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -127,6 +127,33 @@ func TestWebhookTrigger(t *testing.T) {
 	is.Equal(again.RunID, dl.RunID)
 	is.True(again.Replayed)
 	is.Equal(countRuns(h, op), 1)
+	// The same new webhook-id from eight senders at once: one run.
+	race := signed(t, tr.Secret, "msg_race", now, body)
+	var wg sync.WaitGroup
+	got8 := make([]trigger.Delivery, 8)
+	for i := range got8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := h.doRaw(req{method: "POST", path: tr.URL, body: race.body, hdr: map[string]string{
+				"webhook-id": race.id, "webhook-timestamp": race.timestamp, "webhook-signature": race.signature}})
+			if err != nil || r.status != 200 {
+				t.Errorf("delivery: %v %d %s", err, r.status, r.body)
+				return
+			}
+			_ = json.Unmarshal(r.body, &got8[i])
+		}()
+	}
+	wg.Wait()
+	fresh := 0
+	for _, g := range got8 {
+		is.Equal(g.RunID, got8[0].RunID)
+		if !g.Replayed {
+			fresh++
+		}
+	}
+	is.Equal(fresh, 1)
+	is.Equal(countRuns(h, op), 2)
 
 	// One byte changed: refused, nothing started.
 	tampered := d
@@ -156,7 +183,7 @@ func TestWebhookTrigger(t *testing.T) {
 	other := signed(t, "whsec_"+strings.Repeat("A", 43)+"=", "msg_4", now, body)
 	rot.signature = other.signature + " " + rot.signature
 	h.must(200, h.deliver(tr.URL, rot), nil)
-	is.Equal(countRuns(h, op), 2)
+	is.Equal(countRuns(h, op), 3)
 
 	// The tolerance window, both sides (the clock is the daemon's).
 	edge := signed(t, tr.Secret, "msg_5", now.Add(-300*time.Second), body)
@@ -177,7 +204,7 @@ func TestWebhookTrigger(t *testing.T) {
 	h.problem(422, "PF-VALIDATION", h.deliver(tr.URL, signed(t, tr.Secret, "msg_10", now, []byte(`not json`))))
 	h.problem(422, "PF-VALIDATION", h.deliver(tr.URL, signed(t, tr.Secret, "msg_11", now, []byte(`[1]`))))
 	h.problem(422, "PF-VALIDATION", h.deliver(tr.URL, signed(t, tr.Secret, "msg_12", now, []byte(`{"nom":"x"}`)))) // the workflow needs name
-	is.Equal(countRuns(h, op), 5)
+	is.Equal(countRuns(h, op), 6)
 
 	// Unknown or malformed trigger ids.
 	h.problem(404, "PF-NOT-FOUND", h.deliver("/webhooks/0190a0b0-0000-7000-8000-0000000000dd", signed(t, tr.Secret, "m", now, body)))
@@ -271,6 +298,4 @@ func TestWebhookTriggerRules(t *testing.T) {
 		hdr: map[string]string{"If-Match": "1", "Idempotency-Key": "retire-t"}}), nil)
 	h.problem(409, "PF-CONFLICT", h.deliver(tr.URL, signed(t, tr.Secret, "m2", clk.Now(), body)))
 	is.Equal(countRuns(h, op), 0)
-	_ = json.Valid
-	_ = http.StatusOK
 }

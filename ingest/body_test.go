@@ -100,7 +100,7 @@ func TestSlowBodiesHoldLittleMemory(t *testing.T) {
 	// handlers may not have started yet, but most must have for the heap
 	// figure to mean something.
 	is.True(held <= conns*firstBodyChunk && held >= conns*firstBodyChunk*9/10)
-	is.True(grown < 100<<20)                    // 1,000 × 1 MiB set aside would be ~1 GiB
+	is.True(grown < 100<<20) // 1,000 × 1 MiB set aside would be ~1 GiB
 
 	// Another client is served promptly meanwhile.
 	began := time.Now()

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -174,38 +175,28 @@ func (a *app) triggerListCmd(t *envTarget) *cobra.Command {
 }
 
 func (a *app) triggerGetCmd(t *envTarget) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:     "get <trigger-id>",
-		Short:   "Show a trigger (never its secret)",
-		Example: "  bridge trigger get <trigger-id> --json | jq -r .url",
-		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, tg, err := t.openEnv(cmd, a)
-			if err != nil {
-				return err
-			}
-			var tr trigger.Trigger
-			if err := tg.call(ctx, http.MethodGet, tg.env("/triggers/"+url.PathEscape(args[0])), nil, nil, &tr); err != nil {
-				return err
-			}
-			if asJSON {
-				return a.printJSON(tr)
-			}
-			a.printTrigger(tg, tr, "")
-			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the trigger as JSON")
-	return cmd
+	return a.triggerOneCmd(t, "get", "Show a trigger (never its secret)", "  bridge trigger get <trigger-id> --json | jq -r .url",
+		func(ctx context.Context, tg *target, id string, tr *trigger.Trigger) error {
+			return tg.call(ctx, http.MethodGet, tg.env("/triggers/"+url.PathEscape(id)), nil, nil, tr)
+		}, func(tg *target, tr trigger.Trigger) { a.printTrigger(tg, tr, "") })
 }
 
 func (a *app) triggerDisableCmd(t *envTarget) *cobra.Command {
+	return a.triggerOneCmd(t, "disable", "Disable a trigger for good (its URL answers 404 from then on)", "  bridge trigger disable <trigger-id>",
+		func(ctx context.Context, tg *target, id string, tr *trigger.Trigger) error {
+			return tg.call(ctx, http.MethodPost, tg.env("/triggers/"+url.PathEscape(id)+"/disable"), map[string]string{"If-Match": "1"}, nil, tr)
+		}, func(_ *target, tr trigger.Trigger) { fmt.Fprintf(a.out, "Trigger %s is disabled\n", tr.ID) })
+}
+
+// triggerOneCmd is a command on one trigger: call reads or changes it,
+// show prints it for people (--json prints it as JSON).
+func (a *app) triggerOneCmd(t *envTarget, name, short, example string, call func(context.Context, *target, string, *trigger.Trigger) error,
+	show func(*target, trigger.Trigger)) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:     "disable <trigger-id>",
-		Short:   "Disable a trigger for good (its URL answers 404 from then on)",
-		Example: "  bridge trigger disable <trigger-id>",
+		Use:     name + " <trigger-id>",
+		Short:   short,
+		Example: example,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, tg, err := t.openEnv(cmd, a)
@@ -213,13 +204,13 @@ func (a *app) triggerDisableCmd(t *envTarget) *cobra.Command {
 				return err
 			}
 			var tr trigger.Trigger
-			if err := tg.call(ctx, http.MethodPost, tg.env("/triggers/"+url.PathEscape(args[0])+"/disable"), map[string]string{"If-Match": "1"}, nil, &tr); err != nil {
+			if err := call(ctx, tg, args[0], &tr); err != nil {
 				return err
 			}
 			if asJSON {
 				return a.printJSON(tr)
 			}
-			fmt.Fprintf(a.out, "Trigger %s is disabled\n", tr.ID)
+			show(tg, tr)
 			return nil
 		},
 	}

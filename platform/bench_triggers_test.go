@@ -13,6 +13,7 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/agentbridge/bridge/platform/platformtest"
 	"github.com/agentbridge/bridge/platform/trigger"
 )
 
@@ -40,26 +41,10 @@ steps:
 
 func benchActivation(h *harness) string {
 	op := h.localToken()
-	h.mustPublish(op, "actions", benchGreet, "bt-greet")
+	h.mustPublish(op, "actions", platformtest.GreetAction, "bt-greet")
 	wf := h.mustPublish(op, "workflows", waitingWorkflow, "bt-wf").ID
 	return h.mustActivate(ePath(h), op, map[string]any{"published_version_id": wf}, "bt-act", "").ID
 }
-
-// benchGreet is the echo action of the benchmark workflows.
-const benchGreet = `kind: action
-id: acme/greet
-version: 1
-sideEffect: read_only
-input:
-  type: object
-  properties:
-    name: {type: string}
-output:
-  type: object
-  properties:
-    name: {type: string}
-connector: echo
-`
 
 func countAllRuns(h *harness) int {
 	var n int

@@ -4,8 +4,9 @@
 // API rules (platform/api), identity and provisioning routes
 // (platform/identity), definitions, catalog and compiler routes
 // (platform/catalog), environment activations (platform/activation), runs
-// (platform/engine), the
-// access audit and the local workspace bootstrap.
+// (platform/engine), schedules and signed webhook triggers
+// (platform/trigger, whose "due schedules" phase runs in the engine's
+// loop), the access audit and the local workspace bootstrap.
 //
 // Authentication on the services listener: every platform route except
 // GET /api/v1/client-configuration, /docs (when enabled) and the health

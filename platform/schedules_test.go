@@ -264,6 +264,18 @@ func TestScheduleSaveRules(t *testing.T) {
 	h.must(201, h.saveSchedule(op, body("id", fresh), ""), &withID)
 	is.Equal(withID.ID, fresh)
 
+	// An optional Idempotency-Key replays the created schedule.
+	keyed := func(b map[string]any) resp {
+		return h.do(req{method: "POST", path: schedulesPath(h), token: op, body: b, hdr: map[string]string{"Idempotency-Key": "sched-1"}})
+	}
+	var k1, k2 trigger.Upcoming
+	h.must(201, keyed(body()), &k1)
+	res = keyed(body())
+	h.must(201, res, &k2)
+	is.Equal(k2.ID, k1.ID)
+	is.Equal(res.header.Get("Idempotent-Replayed"), "true")
+	h.problem(409, "PF-IDEMPOTENCY-CONFLICT", keyed(body("cron", "1 9 * * *")))
+
 	// If-Match syntax: 422 PF-ETAG.
 	for _, bad := range []string{"0", "W/\"2\"", "*", "-2", "02", `"1", "2"`} {
 		h.problem(422, "PF-ETAG", h.saveSchedule(op, body("id", u.ID), bad))

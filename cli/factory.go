@@ -41,7 +41,7 @@ token. See docs/factory-api.md.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(a.factoryRunCmd(), a.factoryListCmd(), a.factoryShowCmd(), a.factoryPlanCmd(), a.factoryJournalCmd(),
-		a.factoryDiffCmd(), a.factoryVerifyLogCmd(), a.factoryExportCmd(), a.factoryCancelCmd(), a.factoryRetryCmd(), a.factoryResumeCmd(), a.factoryHandoffCmd(), a.factoryReconcileCmd())
+		a.factoryDiffCmd(), a.factoryVerifyLogCmd(), a.factoryExportCmd(), a.factoryCancelCmd(), a.factoryRetryCmd(), a.factoryResumeCmd(), a.factoryHandoffCmd(), a.factoryAnswerCmd(), a.factoryReconcileCmd())
 	return cmd
 }
 
@@ -201,6 +201,11 @@ func (a *app) printFactoryRun(r factory.Run) {
 	}
 	if r.Journal != nil {
 		fmt.Fprintf(w, "journal\t%d entries, valid %t, open intents %v\n", r.Journal.Entries, r.Journal.Valid, r.Journal.OpenIntents)
+	}
+	for _, t := range r.Tasks {
+		if t.State == factory.TaskPaused {
+			fmt.Fprintf(w, "paused\ttask %d: %s\n", t.Index, t.Error)
+		}
 	}
 	_ = w.Flush()
 	for _, v := range r.Verification {
@@ -515,6 +520,29 @@ func (a *app) factoryHandoffCmd() *cobra.Command {
 	cmd.Flags().StringVar(&req.Profile, "profile", "", "the bridge profile that takes over")
 	cmd.Flags().StringVar(&req.Provider, "provider", "", "claude or codex with default settings")
 	return cmd
+}
+
+func (a *app) factoryAnswerCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "answer <run-id> <text>",
+		Short: "Answer the question of a paused run's worker (then: bridge factory resume)",
+		Long: `bridge factory show prints the question of a paused run (or GET .../worker-messages);
+the answer is given to the agent when the run is resumed.`,
+		Example: `  bridge factory answer 0192a0c4-7e1f-7b2d-9c3e-4f5a6b7c8d9e "use the existing logger"`,
+		Args:    cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.daemonClient(cmd.Context())
+			if err != nil {
+				return err
+			}
+			var run factory.Run
+			if err := c.do(cmd.Context(), http.MethodPost, c.state.ServicesURL, factoryRunsPath+"/"+url.PathEscape(args[0])+"/answer", factory.AnswerRequest{Text: args[1]}, &run); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.out, "run %s %s; answered: resume it with bridge factory resume %s\n", run.ID, run.State, run.ID)
+			return nil
+		},
+	}
 }
 
 func (a *app) factoryReconcileCmd() *cobra.Command {

@@ -62,7 +62,7 @@ func (s *Service) routes() []route {
 		{method: http.MethodGet, path: pathRun + "/journal", h: s.handleJournal, op: operation{id: "getJournal", summary: "Journal entries (intent, receipt, reconciliation) and valid, which confirms only the hash chain",
 			status: http.StatusOK, resp: JournalView{}, errs: []int{e401, e404}}},
 		{method: http.MethodGet, path: pathRun + "/worker-messages", h: s.handleMessages, op: operation{id: "getWorkerMessages", summary: "Clarification requests of workers and their answers",
-			description: "Workers cannot ask questions in this version, so the list is empty (docs/factory-api.md).",
+			description: "A worker asks by ending its answer with a QUESTION: line; the run is then paused until answered (POST .../answer) and resumed.",
 			status:      http.StatusOK, resp: WorkerMessages{}, errs: []int{e401, e404}}},
 		{method: http.MethodGet, path: pathRun + "/diff", h: s.handleDiff, op: operation{id: "getDiff", summary: "The run diff (a git patch from source_revision to checkpoint_revision, at most 1 MB)",
 			status: http.StatusOK, raw: "text/x-diff", errs: []int{e401, e404, e409}}},
@@ -79,6 +79,8 @@ func (s *Service) routes() []route {
 		{method: http.MethodPost, path: pathRun + "/handoff", h: s.handleHandoff, op: operation{id: "handoffRun", summary: "Resume a run with another provider configuration (profile or provider)",
 			description: "Source, policy, checks and evidence are kept; the plan gets a new revision.",
 			body:        HandoffRequest{}, status: http.StatusOK, resp: Run{}, errs: []int{e400, e401, e404, e409, e413, e415, e422}}},
+		{method: http.MethodPost, path: pathRun + "/answer", h: s.handleAnswer, op: operation{id: "answerRun", summary: "Answer the question a paused run's worker asked; resume it afterwards",
+			body: AnswerRequest{}, status: http.StatusOK, resp: Run{}, errs: []int{e400, e401, e404, e409, e413, e415, e422}}},
 		{method: http.MethodPost, path: pathRun + "/reconcile", h: s.handleReconcile, op: operation{id: "reconcileRun", summary: "Resolve a run in needs_reconciliation: journal the operator's note and end it failed",
 			body: ReconcileRequest{}, status: http.StatusOK, resp: Run{}, errs: []int{e400, e401, e404, e409, e413, e415, e422}}},
 		{method: http.MethodGet, path: DocPath, public: true, h: s.handleDoc},
@@ -253,11 +255,7 @@ type WorkerMessages struct {
 
 func (s *Service) handleMessages(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	return s.answer(w, r, http.StatusOK, func() (any, error) {
-		row, err := s.readRun(r.Context(), p.ByName("id"))
-		if err != nil {
-			return nil, err
-		}
-		return WorkerMessages{RunID: row.ID, Messages: []WorkerMessage{}}, nil
+		return s.Messages(r.Context(), p.ByName("id"))
 	})
 }
 
@@ -288,6 +286,14 @@ func (s *Service) handleHandoff(w http.ResponseWriter, r *http.Request, p httpro
 		return err
 	}
 	return s.answer(w, r, http.StatusOK, func() (any, error) { return s.Handoff(r.Context(), p.ByName("id"), req) })
+}
+
+func (s *Service) handleAnswer(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	var req AnswerRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	return s.answer(w, r, http.StatusOK, func() (any, error) { return s.Answer(r.Context(), p.ByName("id"), req) })
 }
 
 func (s *Service) handleReconcile(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {

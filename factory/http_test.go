@@ -211,6 +211,8 @@ func TestHTTPErrors(t *testing.T) {
 		{"cancel with a body", "POST", unknown + "/cancel", `{"force":true}`, nil, 400, "FA-BAD-REQUEST", "force"},
 		{"reconcile without note", "POST", unknown + "/reconcile", `{}`, nil, 422, "FA-VALIDATION", "note"},
 		{"resume unknown", "POST", unknown + "/resume", "", nil, 404, "FA-NOT-FOUND", ""},
+		{"answer without text", "POST", unknown + "/answer", `{}`, nil, 422, "FA-VALIDATION", "text"},
+		{"answer unknown run", "POST", unknown + "/answer", `{"text":"blue"}`, nil, 404, "FA-NOT-FOUND", ""},
 		{"handoff without profile", "POST", unknown + "/handoff", `{}`, nil, 422, "FA-VALIDATION", "profile"},
 		{"handoff unknown field", "POST", unknown + "/handoff", `{"model":"x"}`, nil, 400, "FA-BAD-REQUEST", "model"},
 		{"bad limit", "GET", "/api/v1/runs?limit=101", "", nil, 400, "FA-BAD-REQUEST", ""},

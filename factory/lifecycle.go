@@ -100,11 +100,11 @@ func (s *Service) Cancel(ctx context.Context, id string) (Run, error) {
 		if err != nil {
 			return err
 		}
-		if row.State != StateQueued {
-			return errorf(EConflict, "run %s is %s; only a queued or running run can be cancelled", id, row.State)
+		if row.State != StateQueued && row.State != StatePaused {
+			return errorf(EConflict, "run %s is %s; only a queued, running or paused run can be cancelled", id, row.State)
 		}
 		now := s.now()
-		rerr := &RunError{Code: ErrCodeCancelled, Message: "cancelled by the operator before it started"}
+		rerr := &RunError{Code: ErrCodeCancelled, Message: "cancelled by the operator while " + row.State}
 		if err := updateRun(ctx, tx, id, runUpdate{State: ptr(StateCancelled), Finished: true, Error: rerr}, now); err != nil {
 			return err
 		}
@@ -397,8 +397,16 @@ func (s *Service) resume(ctx context.Context, id string, h *HandoffRequest) (Run
 	if row.Error != nil {
 		code = row.Error.Code
 	}
-	if (row.State != StateFailed && row.State != StateCancelled) || !resumableCodes[code] {
-		return Run{}, errorf(EConflict, "run %s is %s (%s); only a run cancelled, interrupted or stopped by its agent or provider can be resumed; retry it for a fresh run", id, row.State, code)
+	if row.State == StatePaused {
+		msgs, err := listMessages(ctx, s.db.Reader(), id)
+		if err != nil {
+			return Run{}, err
+		}
+		if len(msgs) == 0 || msgs[len(msgs)-1].Kind != MessageAnswer {
+			return Run{}, errorf(EConflict, "run %s waits for the answer to its worker's question (POST .../answer) before it can be resumed", id)
+		}
+	} else if (row.State != StateFailed && row.State != StateCancelled) || !resumableCodes[code] {
+		return Run{}, errorf(EConflict, "run %s is %s (%s); only a paused run, or one cancelled, interrupted or stopped by its agent or provider, can be resumed; retry it for a fresh run", id, row.State, code)
 	}
 	if len(row.checks) == 0 {
 		return Run{}, errorf(EConflict, "run %s stopped before its workspace was prepared; retry it for a fresh run", id)
@@ -486,4 +494,50 @@ func (s *Service) resume(ctx context.Context, id string, h *HandoffRequest) (Run
 	queued, err := s.get(ctx, id, false)
 	s.schedule()
 	return queued, err
+}
+
+// AnswerRequest is the body of POST /api/v1/runs/{id}/answer.
+type AnswerRequest struct {
+	Text string `json:"text"`
+}
+
+// Answer records the operator's answer to the question a paused run's
+// worker asked. The run stays paused until it is resumed explicitly.
+func (s *Service) Answer(ctx context.Context, id string, req AnswerRequest) (Run, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return Run{}, errNotFound("run " + quoteShort(id))
+	}
+	text := strings.TrimSpace(req.Text)
+	if text == "" || len(text) > maxInstruction {
+		return Run{}, fieldErr("text", "is required: 1 to %d bytes", maxInstruction)
+	}
+	err := s.db.Write(ctx, func(tx *sql.Tx) error {
+		row, err := getRun(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		msgs, err := listMessages(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if row.State != StatePaused || len(msgs) == 0 || msgs[len(msgs)-1].Kind != MessageQuestion {
+			return errorf(EConflict, "run %s has no question waiting for an answer (state %s)", id, row.State)
+		}
+		q := msgs[len(msgs)-1]
+		return insertMessage(ctx, tx, id, WorkerMessage{Task: q.Task, Kind: MessageAnswer, Text: text, At: s.now()})
+	})
+	if err != nil {
+		return Run{}, err
+	}
+	return s.get(ctx, id, false)
+}
+
+// Messages returns the worker messages of a run.
+func (s *Service) Messages(ctx context.Context, id string) (WorkerMessages, error) {
+	row, err := s.readRun(ctx, id)
+	if err != nil {
+		return WorkerMessages{}, err
+	}
+	msgs, err := listMessages(ctx, s.db.Reader(), id)
+	return WorkerMessages{RunID: row.ID, Messages: msgs}, err
 }

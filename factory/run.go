@@ -31,10 +31,13 @@ const (
 	StateFailed              = "failed"
 	StateCancelled           = "cancelled"
 	StateNeedsReconciliation = "needs_reconciliation"
+	// StatePaused is a run whose worker asked a question: it holds no slot
+	// and goes on only after an answer and an explicit resume.
+	StatePaused = "paused"
 )
 
 // States lists every run state.
-var States = []string{StateQueued, StateRunning, StateSucceeded, StateFailed, StateCancelled, StateNeedsReconciliation}
+var States = []string{StateQueued, StateRunning, StatePaused, StateSucceeded, StateFailed, StateCancelled, StateNeedsReconciliation}
 
 // Terminal reports whether a run in state s does no more work by itself.
 func Terminal(s string) bool {
@@ -83,6 +86,8 @@ const (
 	ErrCodeWorkspaceChanged   = "workspace_changed" // the retained workspace is missing or differs from the checkpoint
 	ErrCodeReconciled         = "reconciled"        // an operator resolved needs_reconciliation
 	ErrCodeCancelled          = "cancelled"
+	// errCodeQuestion ends an execution with the run paused, not failed.
+	errCodeQuestion = "question"
 )
 
 // Limits of spec 3, "Factory limits".
@@ -292,6 +297,12 @@ type Check struct {
 
 // Passed reports whether the command exited 0 in time.
 func (c Check) Passed() bool { return c.ExitCode == 0 && !c.TimedOut }
+
+// Worker message kinds.
+const (
+	MessageQuestion = "question"
+	MessageAnswer   = "answer"
+)
 
 // WorkerMessage is a clarification request of a worker, or its answer.
 type WorkerMessage struct {

@@ -516,3 +516,34 @@ func lastCommit(ctx context.Context, q queryer, runID, source string) (string, e
 	}
 	return head, nil
 }
+
+// Worker messages.
+
+func insertMessage(ctx context.Context, tx *sql.Tx, runID string, m WorkerMessage) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO factory_messages (run_id, seq, task_idx, kind, text, at)
+		SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ? FROM factory_messages WHERE run_id = ?`,
+		runID, m.Task, m.Kind, m.Text, toMs(m.At), runID)
+	if err != nil {
+		return fmt.Errorf("factory: record worker message of run %s: %w", runID, err)
+	}
+	return nil
+}
+
+func listMessages(ctx context.Context, q queryer, runID string) ([]WorkerMessage, error) {
+	rows, err := q.QueryContext(ctx, `SELECT task_idx, kind, text, at FROM factory_messages WHERE run_id = ? ORDER BY seq`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("factory: list worker messages of run %s: %w", runID, err)
+	}
+	defer rows.Close()
+	out := []WorkerMessage{}
+	for rows.Next() {
+		var m WorkerMessage
+		var at int64
+		if err := rows.Scan(&m.Task, &m.Kind, &m.Text, &at); err != nil {
+			return nil, fmt.Errorf("factory: list worker messages of run %s: %w", runID, err)
+		}
+		m.At = fromMs(at)
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}

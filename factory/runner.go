@@ -314,12 +314,14 @@ func (x *runner) agentTask(t Task) *stop {
 		return &stop{ErrCodeWorkspace, err.Error()}
 	}
 	prompt := x.prompt(t)
+	var answer string
 	for n := 1; ; n++ {
 		turn, res, rerr, timedOut, st := x.turn(t, prompt, n)
 		if st != nil {
 			return st
 		}
 		if !turn.IsError {
+			answer = res.Text
 			break
 		}
 		if turn.Failure == provider.FailureRateLimit && !quotaExhausted(res, rerr) && x.rateRetries < x.run.Policy.RateLimitRetries {
@@ -359,6 +361,9 @@ func (x *runner) agentTask(t Task) *stop {
 	}
 	if rev != "" {
 		x.head = rev
+	}
+	if q := parseQuestion(answer); q != "" {
+		return x.ask(t, q)
 	}
 	if err := x.setTask(t, TaskSucceeded, ""); err != nil {
 		return &stop{ErrCodeWorkspace, err.Error()}
@@ -529,8 +534,54 @@ func (x *runner) export() *stop {
 	return nil
 }
 
+// questionPrefix starts the line with which an agent asks the operator a
+// question instead of finishing its task (the prompt says so).
+const questionPrefix = "QUESTION:"
+
+// parseQuestion returns the question an agent's answer asks, or "".
+func parseQuestion(answer string) string {
+	for _, line := range strings.Split(answer, "\n") {
+		if q, ok := strings.CutPrefix(strings.TrimSpace(line), questionPrefix); ok && strings.TrimSpace(q) != "" {
+			return truncate(strings.TrimSpace(q), 4096)
+		}
+	}
+	return ""
+}
+
+// ask records a worker's question and pauses its task: the run waits for
+// an answer (POST .../answer) and an explicit resume.
+func (x *runner) ask(t Task, q string) *stop {
+	err := x.write(func(tx *sql.Tx) error {
+		now := x.now()
+		if err := insertMessage(x.wctx, tx, x.run.ID, WorkerMessage{Task: t.Index, Kind: MessageQuestion, Text: q, At: now}); err != nil {
+			return err
+		}
+		if err := updateTask(x.wctx, tx, x.run.ID, t.Index, TaskPaused, "waiting for an answer: "+q, now); err != nil {
+			return err
+		}
+		return insertOutbox(x.wctx, tx, taskEvent(&x.run, t, TaskPaused, now))
+	})
+	if err != nil {
+		return &stop{ErrCodeWorkspace, err.Error()}
+	}
+	return &stop{errCodeQuestion, q}
+}
+
 // end records the run's final state.
 func (x *runner) end(st *stop) {
+	if st != nil && st.code == errCodeQuestion {
+		err := x.write(func(tx *sql.Tx) error {
+			now := x.now()
+			if err := updateRun(x.wctx, tx, x.run.ID, runUpdate{State: ptr(StatePaused), CurrentTask: ptr(0), CurrentCommand: ptr("")}, now); err != nil {
+				return err
+			}
+			return insertOutbox(x.wctx, tx, runEvent(&x.run, StatePaused, nil, now))
+		})
+		if err != nil {
+			x.s.log.Error("factory: pausing a run", "run", x.run.ID, "err", err)
+		}
+		return
+	}
 	state, rerr := StateSucceeded, (*RunError)(nil)
 	taskState := TaskSkipped
 	if st != nil {
@@ -565,11 +616,18 @@ func (x *runner) prompt(t Task) string {
 	default:
 		b.WriteString("Implement the instruction below in this project, with tests where the project has them.\n")
 	}
+	b.WriteString("If you cannot go on without a decision from the user, make no further change and end your answer with one line: " + questionPrefix + " <your question>\n")
 	b.WriteString("Do not commit, push or change git settings; the factory commits your changes and runs these checks afterwards:\n")
 	for _, c := range x.checks {
 		fmt.Fprintf(&b, "  - %s\n", c.Name)
 	}
 	fmt.Fprintf(&b, "\nInstruction:\n%s\n", x.run.Instruction)
+	if msgs, err := listMessages(x.wctx, x.s.db.Reader(), x.run.ID); err == nil && len(msgs) > 0 {
+		b.WriteString("\nYour earlier questions and the user's answers:\n")
+		for _, m := range msgs {
+			fmt.Fprintf(&b, "%s: %s\n", strings.ToUpper(m.Kind[:1])+m.Kind[1:], m.Text)
+		}
+	}
 	if t.Role == RoleRepairer {
 		fmt.Fprintf(&b, "\nVerification failed (attempt %d). Fix the source so that the failing commands pass; do not weaken or delete the checks.\n", t.Attempt)
 		b.WriteString(x.failureReport(t.Attempt))

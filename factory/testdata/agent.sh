@@ -14,6 +14,11 @@ if has "#stall-once" && [ ! -f "$FAKE_DIR/hung" ]; then
 	echo $$ > "$FAKE_DIR/agent.pid"
 	exec sleep 600
 fi
+if has "#ask" && ! has "Answer: "; then
+	echo "Looking at the code first."
+	echo "QUESTION: which greeting should it use?"
+	exit 0
+fi
 if has "#fail-agent"; then
 	echo "the agent broke" >&2
 	exit 3

@@ -166,6 +166,10 @@ func TestScheduleFiresOncePerOccurrenceAndSkipsMissedOnes(t *testing.T) {
 	is.Equal(u.BlockedReason, nil)
 	is.Equal(string(u.Input), `{"apiKey":"[redacted]","name":"cron"}`) // secret values are never shown
 	is.Equal(string(h.getSchedule(op, u.ID).Input), `{"apiKey":"[redacted]","name":"cron"}`)
+	var stored string // sealed at rest, like a run's secret values
+	is.NoErr(h.d.DB.Reader().QueryRow(`SELECT input FROM platform_schedules WHERE id = ?`, u.ID).Scan(&stored))
+	is.True(strings.HasPrefix(stored, "sealed:"))
+	is.True(!strings.Contains(stored, "sk-1") && !strings.Contains(stored, "cron"))
 
 	settle()
 	is.Equal(len(h.occurrences(op, u.ID)), 0) // nothing is due in the minute of the save

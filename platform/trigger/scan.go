@@ -65,7 +65,7 @@ func (s *Service) DueSchedules(ctx context.Context) (bool, error) {
 
 // fire handles one due schedule at now.
 func (s *Service) fire(ctx context.Context, id string, now time.Time) error {
-	cur, err := getSchedule(ctx, s.db.Reader(), id)
+	cur, err := getSchedule(ctx, s.db.Reader(), s.inputs(), id)
 	if err != nil {
 		return err
 	}
@@ -160,7 +160,7 @@ func (s *Service) block(ctx context.Context, cur row, reason string) error {
 // advance stores a scan's change of cur (same revision, same updater)
 // unless cur changed meanwhile (errMoved).
 func (s *Service) advance(ctx context.Context, tx *sql.Tx, r, cur row) error {
-	ok, err := updateSchedule(ctx, tx, r, cur.Revision, cur.Status, cur.NextDueAt)
+	ok, err := updateSchedule(ctx, tx, s.inputs(), r, cur.Revision, cur.Status, cur.NextDueAt)
 	if err != nil {
 		return err
 	}

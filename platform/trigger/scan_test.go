@@ -98,14 +98,14 @@ func TestCapacityRefusalRetriesTheSameOccurrence(t *testing.T) {
 	m := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
 	r := row{Schedule: Schedule{ID: "s1", Revision: 1, Status: StatusEnabled, Cron: "* * * * *", ActivationID: "a", Input: json.RawMessage(`{}`),
 		NextDueAt: &m, PrincipalID: "p1", CreatedAt: m, CreatedBy: "p1", UpdatedAt: m, UpdatedBy: "p1"}, Tenant: "t", Project: "p", Environment: "e"}
-	is.NoErr(s.db.Write(ctx, func(tx *sql.Tx) error { return insertSchedule(ctx, tx, r) }))
+	is.NoErr(s.db.Write(ctx, func(tx *sql.Tx) error { return insertSchedule(ctx, tx, s.inputs(), r) }))
 	capacity := &api.Error{Status: http.StatusTooManyRequests, Code: "PF-REQUEST-CAPACITY", Message: "busy"}
 
 	runs.refuse = []error{capacity}
 	*now = m.Add(time.Second)
 	_, err := s.DueSchedules(ctx)
 	is.True(err != nil) // reported to the loop's log
-	cur, err := getSchedule(ctx, s.db.Reader(), "s1")
+	cur, err := getSchedule(ctx, s.db.Reader(), s.inputs(), "s1")
 	is.NoErr(err)
 	is.Equal(cur.Status, StatusEnabled)
 	is.Equal(*cur.NextDueAt, m) // the same occurrence key
@@ -146,7 +146,7 @@ func TestCapacityRefusalRetriesTheSameOccurrence(t *testing.T) {
 	*now = m.Add(3*time.Minute + time.Second)
 	_, err = s.DueSchedules(ctx)
 	is.NoErr(err)
-	cur, _ = getSchedule(ctx, s.db.Reader(), "s1")
+	cur, _ = getSchedule(ctx, s.db.Reader(), s.inputs(), "s1")
 	is.Equal(cur.Status, StatusBlocked)
 	is.Equal(*cur.BlockedReason, BlockedActivation)
 	is.Equal(cur.NextDueAt, nil)

@@ -82,7 +82,7 @@ func (s *Service) read(c *api.Call, q querier) (row, error) {
 	if err := requireEnvironment(c, q); err != nil {
 		return row{}, err
 	}
-	r, err := getSchedule(c.Context(), q, id)
+	r, err := getSchedule(c.Context(), q, s.inputs(), id)
 	if errors.Is(err, errNotFound) || (err == nil && r.Environment != c.PathScope().Environment) {
 		return row{}, api.NotFound("schedule")
 	}
@@ -145,7 +145,7 @@ func (s *Service) saveRow(c *api.Call, tx *sql.Tx, ck checked, now, next time.Ti
 		CreatedAt: now, CreatedBy: by, UpdatedAt: now, UpdatedBy: by}, Tenant: sc.Tenant, Project: sc.Project, Environment: sc.Environment}
 	create := func(id string) (row, bool, error) {
 		fresh.ID = id
-		return fresh, true, insertSchedule(ctx, tx, fresh)
+		return fresh, true, insertSchedule(ctx, tx, s.inputs(), fresh)
 	}
 	if ck.req.ID == "" {
 		if c.IfMatch() != 0 {
@@ -153,7 +153,7 @@ func (s *Service) saveRow(c *api.Call, tx *sql.Tx, ck checked, now, next time.Ti
 		}
 		return create(s.newID())
 	}
-	cur, err := getSchedule(ctx, tx, ck.req.ID)
+	cur, err := getSchedule(ctx, tx, s.inputs(), ck.req.ID)
 	if errors.Is(err, errNotFound) {
 		if c.IfMatch() != 0 {
 			return row{}, false, revisionConflict(0, "no schedule has id %s: a new id is saved without If-Match", ck.req.ID)
@@ -174,15 +174,15 @@ func (s *Service) saveRow(c *api.Call, tx *sql.Tx, ck checked, now, next time.Ti
 	if cur.Status == StatusDisabled {
 		r.Status, r.NextDueAt = StatusDisabled, nil
 	}
-	if err := storeOver(ctx, tx, r, cur); err != nil {
+	if err := s.storeOver(ctx, tx, r, cur); err != nil {
 		return row{}, false, err
 	}
 	return r, false, nil
 }
 
 // storeOver writes r over cur, which must not have changed since it was read.
-func storeOver(ctx context.Context, tx *sql.Tx, r, cur row) error {
-	ok, err := updateSchedule(ctx, tx, r, cur.Revision, cur.Status, cur.NextDueAt)
+func (s *Service) storeOver(ctx context.Context, tx *sql.Tx, r, cur row) error {
+	ok, err := updateSchedule(ctx, tx, s.inputs(), r, cur.Revision, cur.Status, cur.NextDueAt)
 	if err == nil && !ok {
 		err = revisionConflict(0, "the schedule changed meanwhile; read it again")
 	}
@@ -205,7 +205,7 @@ func (s *Service) transition(c *api.Call, apply func(r *row, now time.Time) erro
 			return nil, err
 		}
 		r.Revision, r.UpdatedAt, r.UpdatedBy = cur.Revision+1, now, c.Caller.Principal.ID
-		if err := storeOver(c.Context(), tx, r, cur); err != nil {
+		if err := s.storeOver(c.Context(), tx, r, cur); err != nil {
 			return nil, err
 		}
 		shown, err := s.shown(c.Context(), c.PathScope(), r.Schedule)
@@ -281,7 +281,7 @@ func (s *Service) list(c *api.Call) error {
 	if err := requireEnvironment(c, r); err != nil {
 		return err
 	}
-	rows, err := listSchedules(c.Context(), r, c.PathScope().Environment, q.After, q.Fetch())
+	rows, err := listSchedules(c.Context(), r, s.inputs(), c.PathScope().Environment, q.After, q.Fetch())
 	if err != nil {
 		return err
 	}

@@ -3,9 +3,13 @@ package trigger
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/agentbridge/bridge/store/secretbox"
 )
 
 // querier is what reads need: the reader pool or a write transaction.
@@ -41,7 +45,37 @@ func environmentExists(ctx context.Context, q querier, tenant, project, env stri
 const scheduleCols = `id, tenant_id, project_id, environment_id, revision, status, cron, activation_id, input, principal_id,
 	blocked_reason, next_due_at, created_at, created_by, updated_at, updated_by`
 
-func scanSchedule(sc interface{ Scan(...any) error }) (row, error) {
+// inputs seals schedule inputs at rest with the daemon's secret box (the
+// schedule id is the associated data): a workflow may mark input values
+// secret, and the data directory never holds them in clear (see
+// docs/platform-api.md, "Schedules").
+type inputs struct{ box *secretbox.Box }
+
+// sealedPrefix marks a sealed input; a stored input without it is plain
+// JSON (written before inputs were sealed).
+const sealedPrefix = "sealed:"
+
+func (b inputs) seal(id string, in json.RawMessage) (string, error) {
+	sealed, err := b.box.SealString(string(in), "schedule-input:"+id)
+	if err != nil {
+		return "", fmt.Errorf("trigger: seal the input of schedule %s: %w", id, err)
+	}
+	return sealedPrefix + sealed, nil
+}
+
+func (b inputs) open(id, stored string) (json.RawMessage, error) {
+	sealed, ok := strings.CutPrefix(stored, sealedPrefix)
+	if !ok {
+		return json.RawMessage(stored), nil
+	}
+	in, err := b.box.OpenString(sealed, "schedule-input:"+id)
+	if err != nil {
+		return nil, fmt.Errorf("trigger: open the input of schedule %s: %w", id, err)
+	}
+	return json.RawMessage(in), nil
+}
+
+func scanSchedule(sc interface{ Scan(...any) error }, in inputs) (row, error) {
 	var r row
 	var input string
 	var blocked sql.NullString
@@ -52,7 +86,10 @@ func scanSchedule(sc interface{ Scan(...any) error }) (row, error) {
 		return r, err
 	}
 	r.Timezone, r.MissedPolicy = TimezoneUTC, MissedSkip
-	r.Input = []byte(input)
+	var err error
+	if r.Input, err = in.open(r.ID, input); err != nil {
+		return r, err
+	}
 	if blocked.Valid {
 		r.BlockedReason = &blocked.String
 	}
@@ -65,8 +102,8 @@ func scanSchedule(sc interface{ Scan(...any) error }) (row, error) {
 }
 
 // getSchedule reads a schedule by id in any environment (errNotFound).
-func getSchedule(ctx context.Context, q querier, id string) (row, error) {
-	r, err := scanSchedule(q.QueryRowContext(ctx, `SELECT `+scheduleCols+` FROM platform_schedules WHERE id = ?`, id))
+func getSchedule(ctx context.Context, q querier, in inputs, id string) (row, error) {
+	r, err := scanSchedule(q.QueryRowContext(ctx, `SELECT `+scheduleCols+` FROM platform_schedules WHERE id = ?`, id), in)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, errNotFound
 	}
@@ -77,9 +114,13 @@ func getSchedule(ctx context.Context, q querier, id string) (row, error) {
 }
 
 // insertSchedule stores a new schedule.
-func insertSchedule(ctx context.Context, tx *sql.Tx, r row) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO platform_schedules(`+scheduleCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.ID, r.Tenant, r.Project, r.Environment, r.Revision, r.Status, r.Cron, r.ActivationID, string(r.Input), r.PrincipalID,
+func insertSchedule(ctx context.Context, tx *sql.Tx, in inputs, r row) error {
+	input, err := in.seal(r.ID, r.Input)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO platform_schedules(`+scheduleCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, r.Tenant, r.Project, r.Environment, r.Revision, r.Status, r.Cron, r.ActivationID, input, r.PrincipalID,
 		r.BlockedReason, msPtr(r.NextDueAt), r.CreatedAt.UnixMilli(), r.CreatedBy, r.UpdatedAt.UnixMilli(), r.UpdatedBy)
 	if err != nil {
 		return fmt.Errorf("trigger: insert schedule: %w", err)
@@ -90,11 +131,15 @@ func insertSchedule(ctx context.Context, tx *sql.Tx, r row) error {
 // updateSchedule stores r (a new revision or a scan's change) provided the
 // stored row is still at revision rev with status and cursor as read
 // (prevStatus, prevNext); it answers false when it changed meanwhile.
-func updateSchedule(ctx context.Context, tx *sql.Tx, r row, rev int64, prevStatus string, prevNext *time.Time) (bool, error) {
+func updateSchedule(ctx context.Context, tx *sql.Tx, in inputs, r row, rev int64, prevStatus string, prevNext *time.Time) (bool, error) {
+	input, err := in.seal(r.ID, r.Input)
+	if err != nil {
+		return false, err
+	}
 	res, err := tx.ExecContext(ctx, `UPDATE platform_schedules SET revision = ?, status = ?, cron = ?, activation_id = ?, input = ?,
 		principal_id = ?, blocked_reason = ?, next_due_at = ?, updated_at = ?, updated_by = ?
 		WHERE id = ? AND revision = ? AND status = ? AND next_due_at IS ?`,
-		r.Revision, r.Status, r.Cron, r.ActivationID, string(r.Input), r.PrincipalID, r.BlockedReason, msPtr(r.NextDueAt),
+		r.Revision, r.Status, r.Cron, r.ActivationID, input, r.PrincipalID, r.BlockedReason, msPtr(r.NextDueAt),
 		r.UpdatedAt.UnixMilli(), r.UpdatedBy, r.ID, rev, prevStatus, msPtr(prevNext))
 	if err != nil {
 		return false, fmt.Errorf("trigger: update schedule: %w", err)
@@ -108,7 +153,7 @@ func updateSchedule(ctx context.Context, tx *sql.Tx, r row, rev int64, prevStatu
 
 // listSchedules lists the environment's schedules (deleted ones too) in id
 // order after after.
-func listSchedules(ctx context.Context, q querier, env, after string, limit int) ([]Schedule, error) {
+func listSchedules(ctx context.Context, q querier, in inputs, env, after string, limit int) ([]Schedule, error) {
 	rows, err := q.QueryContext(ctx, `SELECT `+scheduleCols+` FROM platform_schedules WHERE environment_id = ? AND id > ? ORDER BY id LIMIT ?`,
 		env, after, limit)
 	if err != nil {
@@ -117,7 +162,7 @@ func listSchedules(ctx context.Context, q querier, env, after string, limit int)
 	defer rows.Close()
 	var out []Schedule
 	for rows.Next() {
-		r, err := scanSchedule(rows)
+		r, err := scanSchedule(rows, in)
 		if err != nil {
 			return nil, fmt.Errorf("trigger: list schedules: %w", err)
 		}

@@ -128,3 +128,6 @@ func (s *Service) forget(id string) {
 	delete(s.keys, id)
 	s.mu.Unlock()
 }
+
+// inputs seals and opens schedule inputs with the secret box.
+func (s *Service) inputs() inputs { return inputs{s.box} }

@@ -1,3 +1,8 @@
+//go:build unix
+
+// The end-to-end tests drive sh scripts (the fake agent, the checks), so
+// they build on unix only.
+
 package factory
 
 import (

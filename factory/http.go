@@ -11,6 +11,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/agentbridge/bridge/httpx"
+	"github.com/agentbridge/bridge/httpx/docsui"
 )
 
 // API paths, under the services listener (docs/factory-api.md).
@@ -19,7 +20,7 @@ const (
 	pathRuns  = apiPrefix + "/runs"
 	pathRun   = pathRuns + "/:id"
 	// DocPath serves the factory's OpenAPI document.
-	DocPath = "/v3/api-docs/factory"
+	DocPath = docsui.FactoryDocURL
 )
 
 // maxBodyBytes bounds every request body.

@@ -39,6 +39,7 @@ const (
 	CallbacksDocURL = "/v3/api-docs"
 	PlatformDocURL  = "/docs/openapi.json"
 	BridgeDocURL    = "/v3/api-docs/bridge"
+	FactoryDocURL   = "/v3/api-docs/factory"
 )
 
 // Doc is an OpenAPI document the UI offers.
@@ -54,6 +55,7 @@ func documents() []Doc {
 		{ID: "callbacks", Title: "Callbacks (spec 3)", URL: CallbacksDocURL},
 		{ID: "platform", Title: "Workflow platform (spec 2)", URL: PlatformDocURL},
 		{ID: "bridge", Title: "Agent bridge (spec 1)", URL: BridgeDocURL},
+		{ID: "factory", Title: "Factory runs (spec 3)", URL: FactoryDocURL},
 	}
 }
 

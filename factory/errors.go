@@ -15,6 +15,7 @@ const (
 	EConflict     = "conflict"     // 409: the run's state does not allow the operation
 	ETooLarge     = "too_large"    // 409: the run diff exceeds the limit
 	EUnauthorized = "unauthorized" // 401
+	EForbidden    = "forbidden"    // 403: a platform principal on a write route
 	EUnavailable  = "unavailable"  // 503: the service is closed
 	EInternal     = "internal"     // 500
 )

@@ -91,6 +91,9 @@ type Options struct {
 	LookPath func(string) (string, error)
 	// Now is the clock of recorded times; default time.Now.
 	Now func() time.Time
+	// Readers lets platform principals read runs bound to a project; nil
+	// keeps every route owner-only.
+	Readers Readers
 }
 
 // Service is the factory subsystem.
@@ -99,6 +102,7 @@ type Service struct {
 	pub      broker.Publisher
 	log      *slog.Logger
 	isOwner  func(*http.Request) bool
+	readers  Readers
 	settings Settings
 	profiles map[string]bridge.Profile
 	lookPath func(string) (string, error)
@@ -164,7 +168,7 @@ func New(deps daemon.Deps, opts Options) (*Service, error) {
 		isOwner = func(*http.Request) bool { return false } // fail closed
 	}
 	s := &Service{
-		db: deps.DB, log: log.With("subsystem", "factory"), isOwner: isOwner, settings: settings,
+		db: deps.DB, log: log.With("subsystem", "factory"), isOwner: isOwner, readers: opts.Readers, settings: settings,
 		profiles: bcfg.Profiles, lookPath: opts.LookPath, now: opts.Now, dataDir: deps.DataDir,
 		active: map[string]*activeRun{}, repos: map[string]bool{}, outboxWake: make(chan struct{}, 1),
 	}
@@ -255,6 +259,8 @@ type CreateRequest struct {
 	Verify         []string `json:"verify,omitempty"`
 	VerifyTimeout  string   `json:"verify_timeout,omitempty"`
 	RepairAttempts *int     `json:"repair_attempts,omitempty"`
+	// Project binds the run to a platform project whose readers may read it.
+	Project *Project `json:"project,omitempty"`
 }
 
 // Bounds of a create request.
@@ -316,6 +322,9 @@ func (s *Service) create(ctx context.Context, req CreateRequest, retryOf string)
 	if err != nil {
 		return Run{}, err
 	}
+	if err := req.Project.validate(); err != nil {
+		return Run{}, err
+	}
 	var provName, profile string
 	if req.Mode == ModeTest {
 		if req.Instruction != "" || req.Provider != "" || req.Profile != "" {
@@ -348,6 +357,7 @@ func (s *Service) create(ctx context.Context, req CreateRequest, retryOf string)
 		ID: uuid.Must(uuid.NewV7()).String(), Mode: req.Mode, State: StateQueued, Repo: src.Root, Subdir: src.Subdir,
 		Instruction: req.Instruction, Provider: provName, Profile: profile, Policy: policy,
 		SourceRevision: src.Revision, SourceTree: src.Tree, PlanRevision: 1, RetryOf: retryOf, ChangedFiles: []string{},
+		Project: req.Project,
 	}
 	r.Workspace = filepath.Join(s.runDir(r.ID), "workspace")
 	tasks := initialTasks(r)

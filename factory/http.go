@@ -34,12 +34,15 @@ type handler func(w http.ResponseWriter, r *http.Request, p httprouter.Params) e
 type route struct {
 	method, path string
 	public       bool
+	read         bool // platform principals may use it (docs/factory-api.md, "Access")
 	h            handler
 	op           operation
 }
 
 // Routes registers the factory's endpoints on the services listener.
-// Every /api/v1 route needs the owner token; the OpenAPI document is public.
+// Every /api/v1 route needs the owner token, or for the read routes a
+// platform principal allowed to read the run's project (authorize); the
+// OpenAPI document is public.
 func (s *Service) Routes(r *httprouter.Router) {
 	for _, rt := range s.routes() {
 		r.Handle(rt.method, rt.path, s.serve(rt))
@@ -47,43 +50,43 @@ func (s *Service) Routes(r *httprouter.Router) {
 }
 
 func (s *Service) routes() []route {
-	e400, e401, e404, e409, e413, e415, e422 := 400, 401, 404, 409, 413, 415, 422
+	e400, e401, e403, e404, e409, e413, e415, e422 := 400, 401, 403, 404, 409, 413, 415, 422
 	return []route{
 		{method: http.MethodPost, path: pathRuns, h: s.handleCreate, op: operation{id: "createRun", summary: "Queue a build, maintenance or test run",
 			description: "Records the repository's HEAD (source_revision, source_tree) and queues the run; it starts when a slot is free (2 active runs at most, 1 per repository).",
-			body:        CreateRequest{}, status: http.StatusCreated, resp: Run{}, errs: []int{e400, e401, e413, e415, e422}}},
-		{method: http.MethodGet, path: pathRuns, h: s.handleList, op: operation{id: "listRuns", summary: "List runs, newest first",
-			status: http.StatusOK, resp: RunPage{}, errs: []int{e400, e401},
+			body:        CreateRequest{}, status: http.StatusCreated, resp: Run{}, errs: []int{e400, e401, e403, e413, e415, e422}}},
+		{method: http.MethodGet, path: pathRuns, read: true, h: s.handleList, op: operation{id: "listRuns", summary: "List runs, newest first",
+			status: http.StatusOK, resp: RunPage{}, errs: []int{e400, e401, e403},
 			query: []param{{"state", "only runs in this state"}, {"repo", "only runs of this repository root (absolute path)"},
 				{"limit", "runs per page, 1 to 100 (default 20)"}, {"cursor", "next_cursor of the previous page"}}}},
-		{method: http.MethodGet, path: pathRun, h: s.handleGet, op: operation{id: "getRun", summary: "A run with its tasks, agent turns (provider events, exit codes, outputs), verification attempts, changed files, diff and journal check",
-			status: http.StatusOK, resp: Run{}, errs: []int{e401, e404}}},
-		{method: http.MethodGet, path: pathRun + "/plan", h: s.handlePlan, op: operation{id: "getPlan", summary: "The plan: tasks and the frozen product, source, provider, role, policy, runner and checks",
-			status: http.StatusOK, resp: Plan{}, errs: []int{e401, e404}}},
-		{method: http.MethodGet, path: pathRun + "/journal", h: s.handleJournal, op: operation{id: "getJournal", summary: "Journal entries (intent, receipt, reconciliation) and valid, which confirms only the hash chain",
-			status: http.StatusOK, resp: JournalView{}, errs: []int{e401, e404}}},
-		{method: http.MethodGet, path: pathRun + "/worker-messages", h: s.handleMessages, op: operation{id: "getWorkerMessages", summary: "Clarification requests of workers and their answers",
+		{method: http.MethodGet, path: pathRun, read: true, h: s.handleGet, op: operation{id: "getRun", summary: "A run with its tasks, agent turns (provider events, exit codes, outputs), verification attempts, changed files, diff and journal check",
+			status: http.StatusOK, resp: Run{}, errs: []int{e401, e403, e404}}},
+		{method: http.MethodGet, path: pathRun + "/plan", read: true, h: s.handlePlan, op: operation{id: "getPlan", summary: "The plan: tasks and the frozen product, source, provider, role, policy, runner and checks",
+			status: http.StatusOK, resp: Plan{}, errs: []int{e401, e403, e404}}},
+		{method: http.MethodGet, path: pathRun + "/journal", read: true, h: s.handleJournal, op: operation{id: "getJournal", summary: "Journal entries (intent, receipt, reconciliation) and valid, which confirms only the hash chain",
+			status: http.StatusOK, resp: JournalView{}, errs: []int{e401, e403, e404}}},
+		{method: http.MethodGet, path: pathRun + "/worker-messages", read: true, h: s.handleMessages, op: operation{id: "getWorkerMessages", summary: "Clarification requests of workers and their answers",
 			description: "A worker asks by ending its answer with a QUESTION: line; the run is then paused until answered (POST .../answer) and resumed.",
-			status:      http.StatusOK, resp: WorkerMessages{}, errs: []int{e401, e404}}},
-		{method: http.MethodGet, path: pathRun + "/diff", h: s.handleDiff, op: operation{id: "getDiff", summary: "The run diff (a git patch from source_revision to checkpoint_revision, at most 1 MB)",
-			status: http.StatusOK, raw: "text/x-diff", errs: []int{e401, e404, e409}}},
-		{method: http.MethodGet, path: pathRun + "/artifacts/changes.zip", h: s.handleZip, op: operation{id: "getChangesZip", summary: "The retained changed-source export: manifest.json and files/<path> as in the checkpoint",
-			status: http.StatusOK, raw: "application/zip", errs: []int{e401, e404}}},
+			status:      http.StatusOK, resp: WorkerMessages{}, errs: []int{e401, e403, e404}}},
+		{method: http.MethodGet, path: pathRun + "/diff", read: true, h: s.handleDiff, op: operation{id: "getDiff", summary: "The run diff (a git patch from source_revision to checkpoint_revision, at most 1 MB)",
+			status: http.StatusOK, raw: "text/x-diff", errs: []int{e401, e403, e404, e409}}},
+		{method: http.MethodGet, path: pathRun + "/artifacts/changes.zip", read: true, h: s.handleZip, op: operation{id: "getChangesZip", summary: "The retained changed-source export: manifest.json and files/<path> as in the checkpoint",
+			status: http.StatusOK, raw: "application/zip", errs: []int{e401, e403, e404}}},
 		{method: http.MethodPost, path: pathRun + "/cancel", h: s.handleCancel, op: operation{id: "cancelRun", summary: "Cancel a queued or running run",
 			description: "A running run's agent and verification process groups are terminated; the answer comes once the run has ended. Completed effects (commits in the workspace) are not undone.",
-			status:      http.StatusOK, resp: Run{}, errs: []int{e401, e404, e409}}},
+			status:      http.StatusOK, resp: Run{}, errs: []int{e401, e403, e404, e409}}},
 		{method: http.MethodPost, path: pathRun + "/retry", h: s.handleRetry, op: operation{id: "retryRun", summary: "Create a fresh run (new clone of the repository's current HEAD) with a finished run's settings",
-			status: http.StatusCreated, resp: Run{}, errs: []int{e401, e404, e409, e422}}},
+			status: http.StatusCreated, resp: Run{}, errs: []int{e401, e403, e404, e409, e422}}},
 		{method: http.MethodPost, path: pathRun + "/resume", h: s.handleResume, op: operation{id: "resumeRun", summary: "Queue a cancelled, interrupted or provider-stopped run again in the same workspace",
 			description: "Its unfinished tasks are planned again as a new plan revision; the work done (commits, verification attempts, agent turns) is kept. The retained workspace must be at the commit the journal records.",
-			status:      http.StatusOK, resp: Run{}, errs: []int{e401, e404, e409}}},
+			status:      http.StatusOK, resp: Run{}, errs: []int{e401, e403, e404, e409}}},
 		{method: http.MethodPost, path: pathRun + "/handoff", h: s.handleHandoff, op: operation{id: "handoffRun", summary: "Resume a run with another provider configuration (profile or provider)",
 			description: "Source, policy, checks and evidence are kept; the plan gets a new revision.",
-			body:        HandoffRequest{}, status: http.StatusOK, resp: Run{}, errs: []int{e400, e401, e404, e409, e413, e415, e422}}},
+			body:        HandoffRequest{}, status: http.StatusOK, resp: Run{}, errs: []int{e400, e401, e403, e404, e409, e413, e415, e422}}},
 		{method: http.MethodPost, path: pathRun + "/answer", h: s.handleAnswer, op: operation{id: "answerRun", summary: "Answer the question a paused run's worker asked; resume it afterwards",
-			body: AnswerRequest{}, status: http.StatusOK, resp: Run{}, errs: []int{e400, e401, e404, e409, e413, e415, e422}}},
+			body: AnswerRequest{}, status: http.StatusOK, resp: Run{}, errs: []int{e400, e401, e403, e404, e409, e413, e415, e422}}},
 		{method: http.MethodPost, path: pathRun + "/reconcile", h: s.handleReconcile, op: operation{id: "reconcileRun", summary: "Resolve a run in needs_reconciliation: journal the operator's note and end it failed",
-			body: ReconcileRequest{}, status: http.StatusOK, resp: Run{}, errs: []int{e400, e401, e404, e409, e413, e415, e422}}},
+			body: ReconcileRequest{}, status: http.StatusOK, resp: Run{}, errs: []int{e400, e401, e403, e404, e409, e413, e415, e422}}},
 		{method: http.MethodGet, path: DocPath, public: true, h: s.handleDoc},
 	}
 }
@@ -92,10 +95,12 @@ func (s *Service) serve(rt route) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
 		if !rt.public {
 			w.Header().Set("Cache-Control", "no-store")
-			if !s.isOwner(r) {
-				s.writeError(w, r, errorf(EUnauthorized, "this API needs the owner token: Authorization: Bearer <contents of owner.token>"))
+			ar, err := s.authorize(r, rt, p.ByName("id"))
+			if err != nil {
+				s.writeError(w, r, err)
 				return
 			}
+			r = ar
 		}
 		if err := rt.h(w, r, p); err != nil {
 			s.writeError(w, r, err)
@@ -140,6 +145,8 @@ func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) 
 			p.Status, p.Code = http.StatusConflict, "FA-DIFF-TOO-LARGE"
 		case EUnauthorized:
 			p.Status, p.Code = http.StatusUnauthorized, "FA-UNAUTHORIZED"
+		case EForbidden:
+			p.Status, p.Code = http.StatusForbidden, "FA-FORBIDDEN"
 		case EUnavailable:
 			p.Status, p.Code = http.StatusServiceUnavailable, "FA-UNAVAILABLE"
 		default:

@@ -133,7 +133,8 @@ func (s *Service) Retry(ctx context.Context, id string) (Run, error) {
 	}
 	p := row.Policy
 	req := CreateRequest{Repo: filepath.Join(row.Repo, filepath.FromSlash(row.Subdir)), Mode: row.Mode, Instruction: row.Instruction,
-		Profile: row.Profile, Verify: p.Verify, VerifyTimeout: time.Duration(p.CommandTimeout).String(), RepairAttempts: &p.RepairAttempts}
+		Profile: row.Profile, Verify: p.Verify, VerifyTimeout: time.Duration(p.CommandTimeout).String(), RepairAttempts: &p.RepairAttempts,
+		Project: row.Project}
 	if row.Profile == "" {
 		req.Provider = row.Provider
 	}
@@ -235,7 +236,7 @@ func (s *Service) List(ctx context.Context, q ListQuery) (RunPage, error) {
 			return RunPage{}, errorf(EBadRequest, "cursor is invalid or was issued for other filters")
 		}
 	}
-	rows, err := listRuns(ctx, s.db.Reader(), listFilter{State: q.State, Repo: q.Repo, After: c.After, Limit: q.Limit + 1})
+	rows, err := s.listVisible(ctx, listFilter{State: q.State, Repo: q.Repo, After: c.After, Limit: q.Limit + 1})
 	if err != nil {
 		return RunPage{}, err
 	}
@@ -255,6 +256,38 @@ func (s *Service) List(ctx context.Context, q ListQuery) (RunPage, error) {
 		page.Runs = append(page.Runs, r)
 	}
 	return page, nil
+}
+
+// listVisible lists the runs the caller may read: all for the owner; for a
+// platform principal (principalReader) only runs bound to a project it may
+// read, scanning further pages until f.Limit of them are found, so pages
+// and cursors work as for the owner.
+func (s *Service) listVisible(ctx context.Context, f listFilter) ([]runRow, error) {
+	canRead := principalReader(ctx)
+	if canRead == nil {
+		return listRuns(ctx, s.db.Reader(), f)
+	}
+	f.Bound = true
+	want := f.Limit
+	var out []runRow
+	for {
+		rows, err := listRuns(ctx, s.db.Reader(), f)
+		if err != nil {
+			return nil, err
+		}
+		for _, row := range rows {
+			if row.Project != nil && canRead(*row.Project) {
+				out = append(out, row)
+				if len(out) == want {
+					return out, nil
+				}
+			}
+		}
+		if len(rows) < f.Limit {
+			return out, nil
+		}
+		f.After = rows[len(rows)-1].seq
+	}
 }
 
 func contains(list []string, s string) bool {

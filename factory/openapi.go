@@ -28,7 +28,8 @@ type param struct{ name, doc string }
 
 var errorText = map[int]string{
 	400: "Malformed request: bad JSON, unknown field, wrong type, bad query parameter or cursor (FA-BAD-REQUEST)",
-	401: "Missing or wrong owner token (FA-UNAUTHORIZED)",
+	401: "Missing or wrong owner token, or a platform token that is forged, expired or not linked to a principal (FA-UNAUTHORIZED)",
+	403: "A platform principal on a route that changes runs, or a disabled principal (FA-FORBIDDEN)",
 	404: "No such run, or no such artifact (FA-NOT-FOUND)",
 	409: "The run's state does not allow it (FA-CONFLICT), or its diff exceeds 1 MB (FA-DIFF-TOO-LARGE)",
 	413: "Body larger than 64 KiB (FA-TOO-LARGE)",
@@ -57,6 +58,9 @@ func openAPI(routes []route) map[string]any {
 		o := map[string]any{
 			"operationId": op.id, "summary": op.summary, "tags": []any{"factory"},
 			"security": []any{map[string]any{"ownerToken": []any{}}},
+		}
+		if rt.read {
+			o["security"] = []any{map[string]any{"ownerToken": []any{}}, map[string]any{"platformToken": []any{}}}
 		}
 		if op.description != "" {
 			o["description"] = op.description
@@ -100,8 +104,12 @@ func openAPI(routes []route) map[string]any {
 			"description": "Build, maintenance and test runs of a coding agent against a local git repository (spec 3, Factory run inspection). See docs/factory-api.md."},
 		"paths": paths,
 		"components": map[string]any{
-			"schemas":         g.defs,
-			"securitySchemes": map[string]any{"ownerToken": map[string]any{"type": "http", "scheme": "bearer", "description": "the daemon's owner.token"}},
+			"schemas": g.defs,
+			"securitySchemes": map[string]any{
+				"ownerToken": map[string]any{"type": "http", "scheme": "bearer", "description": "the daemon's owner.token"},
+				"platformToken": map[string]any{"type": "http", "scheme": "bearer", "bearerFormat": "JWT",
+					"description": "a platform access token (docs/platform-api.md); reads only the runs of projects where the principal's current grants hold run.read (docs/factory-api.md, Access)"},
+			},
 		},
 	}
 }

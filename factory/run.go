@@ -127,6 +127,7 @@ type Run struct {
 	Progress           *Progress       `json:"progress,omitempty"`
 	Error              *RunError       `json:"error,omitempty"`
 	RetryOf            string          `json:"retry_of,omitempty"`
+	Project            *Project        `json:"project,omitempty"`
 	Tasks              []Task          `json:"tasks,omitempty"`
 	Turns              []Turn          `json:"turns,omitempty"`
 	Verification       []Verification  `json:"verification,omitempty"`

@@ -52,7 +52,7 @@ type queryer interface {
 const runColumns = `id, seq, mode, state, repo, subdir, instruction, provider, profile, policy, checks,
 	source_revision, source_tree, workspace, checkpoint_revision, changed_files, diff_bytes,
 	plan_revision, current_task, current_command, error_code, error_message, retry_of,
-	journal_count, journal_head, created_at, started_at, finished_at, updated_at`
+	journal_count, journal_head, created_at, started_at, finished_at, updated_at, project_tenant, project_id`
 
 // runRow carries the columns of factory_runs that the Run type does not
 // serve as is.
@@ -68,12 +68,16 @@ func scanRun(sc interface{ Scan(...any) error }) (runRow, error) {
 	var r runRow
 	var policy, checks, changed, errCode, errMsg string
 	var created, started, finished, updated int64
+	var project Project
 	err := sc.Scan(&r.ID, &r.seq, &r.Mode, &r.State, &r.Repo, &r.Subdir, &r.Instruction, &r.Provider, &r.Profile, &policy, &checks,
 		&r.SourceRevision, &r.SourceTree, &r.Workspace, &r.CheckpointRevision, &changed, &r.DiffBytes,
 		&r.PlanRevision, &r.currentTask, &r.currentCmd, &errCode, &errMsg, &r.RetryOf,
-		&r.journalCount, &r.journalHead, &created, &started, &finished, &updated)
+		&r.journalCount, &r.journalHead, &created, &started, &finished, &updated, &project.Tenant, &project.Project)
 	if err != nil {
 		return r, err
+	}
+	if project.Tenant != "" {
+		r.Project = &project
 	}
 	if err := json.Unmarshal([]byte(policy), &r.Policy); err != nil {
 		return r, fmt.Errorf("factory: run %s: stored policy: %w", r.ID, err)
@@ -100,10 +104,14 @@ func insertRun(ctx context.Context, tx *sql.Tx, r *Run, now time.Time) error {
 	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) + 1 FROM factory_runs`).Scan(&seq); err != nil {
 		return fmt.Errorf("factory: next run number: %w", err)
 	}
+	var project Project
+	if r.Project != nil {
+		project = *r.Project
+	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO factory_runs (id, seq, mode, state, repo, subdir, instruction, provider, profile,
-		policy, plan_revision, retry_of, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		policy, plan_revision, retry_of, created_at, updated_at, project_tenant, project_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		r.ID, seq, r.Mode, r.State, r.Repo, r.Subdir, r.Instruction, r.Provider, r.Profile,
-		mustJSON(r.Policy), r.PlanRevision, r.RetryOf, toMs(now), toMs(now))
+		mustJSON(r.Policy), r.PlanRevision, r.RetryOf, toMs(now), toMs(now), project.Tenant, project.Project)
 	if err != nil {
 		return fmt.Errorf("factory: insert run: %w", err)
 	}
@@ -129,6 +137,8 @@ type listFilter struct {
 	Repo  string
 	After int64
 	Limit int
+	// Bound keeps only runs bound to a platform project (a principal's list).
+	Bound bool
 }
 
 func listRuns(ctx context.Context, q queryer, f listFilter) ([]runRow, error) {
@@ -142,6 +152,9 @@ func listRuns(ctx context.Context, q queryer, f listFilter) ([]runRow, error) {
 	}
 	if f.After > 0 {
 		where, args = append(where, "seq < ?"), append(args, f.After)
+	}
+	if f.Bound {
+		where = append(where, "project_tenant != ''")
 	}
 	query := `SELECT ` + runColumns + ` FROM factory_runs`
 	if len(where) > 0 {

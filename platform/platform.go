@@ -256,6 +256,10 @@ func (s *Service) LocalWorkspace() identity.LocalWorkspace { return s.local }
 // API is the route toolkit, for later platform routes and tests.
 func (s *Service) API() *api.API { return s.api }
 
+// Authenticator resolves platform principals with their current grants, for
+// subsystems that admit them (the factory's read routes, docs/factory-api.md).
+func (s *Service) Authenticator() api.Authenticator { return s.identity }
+
 // FlushAudit waits until every recorded access decision is written.
 func (s *Service) FlushAudit(ctx context.Context) error { return s.audit.Flush(ctx) }
 

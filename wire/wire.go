@@ -43,7 +43,12 @@ func Migrations() []store.Migration {
 // links the two (see link).
 func Subsystems(o BridgeOptions) []daemon.Factory {
 	l := &link{}
-	subs := []daemon.Factory{l.bridgeFactory(o), ingestFactory, callbacksFactory, factoryFactory(o)}
+	var readers factory.Readers
+	if !o.WithoutPlatform {
+		l.readers = &factoryReaders{}
+		readers = l.readers
+	}
+	subs := []daemon.Factory{l.bridgeFactory(o), ingestFactory, callbacksFactory, factoryFactory(o, readers)}
 	if !o.WithoutPlatform {
 		subs = append(subs, l.platformFactory(platform.Options{}))
 	}
@@ -119,7 +124,8 @@ func (b *bridgeSub) Close() error {
 // bridge's factory runs first): the bridge's workflow runs start and read
 // platform runs, and the platform's agent steps run as bridge jobs.
 type link struct {
-	bridge *bridgeSub
+	bridge  *bridgeSub
+	readers *factoryReaders // the factory's platform principals
 }
 
 func (l *link) bridgeFactory(o BridgeOptions) daemon.Factory {
@@ -146,6 +152,9 @@ func (l *link) platformFactory(o platform.Options) daemon.Factory {
 		p, err := platform.New(context.Background(), d, o)
 		if err != nil {
 			return nil, err
+		}
+		if l.readers != nil {
+			l.readers.platform.Store(p)
 		}
 		if b := l.bridge; b != nil {
 			b.runs.Bind(platformRuns{p})
@@ -241,10 +250,11 @@ func callbacksFactory(d daemon.Deps) (daemon.Subsystem, error) {
 }
 
 // factoryFactory builds the factory, which runs coding agents through the
-// bridge's provider interface (the bridge's profiles, same LookPath).
-func factoryFactory(o BridgeOptions) daemon.Factory {
+// bridge's provider interface (the bridge's profiles, same LookPath);
+// readers admits platform principals to its read routes.
+func factoryFactory(o BridgeOptions, readers factory.Readers) daemon.Factory {
 	return func(d daemon.Deps) (daemon.Subsystem, error) {
-		svc, err := factory.New(d, factory.Options{LookPath: o.LookPath})
+		svc, err := factory.New(d, factory.Options{LookPath: o.LookPath, Readers: readers})
 		if err != nil {
 			return nil, err
 		}

@@ -274,6 +274,16 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		"GET /api/v1/runs/{id}/worker-messages", "GET /api/v1/runs/{id}/artifacts/changes.zip"} {
 		is.True(strings.Contains(strings.Join(served, "\n"), want))
 	}
+	// Platform tokens are documented on exactly the read routes, which are
+	// the GET routes (docs/factory-api.md, "Access").
+	for p, ops := range doc.Paths {
+		for m, op := range ops {
+			sec, _ := json.Marshal(op["security"])
+			if got, want := strings.Contains(string(sec), "platformToken"), m == "get"; got != want {
+				t.Errorf("%s %s security %s", m, p, sec)
+			}
+		}
+	}
 	// Every route answers something other than 501.
 	for _, rt := range h.svc.routes() {
 		path := strings.ReplaceAll(rt.path, ":id", "0192a0c4-7e1f-7b2d-9c3e-4f5a6b7c8d9e")

@@ -48,6 +48,7 @@ token. See docs/factory-api.md.`,
 func (a *app) factoryRunCmd() *cobra.Command {
 	var req factory.CreateRequest
 	var repairs int
+	var project string
 	var detach, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "run [instruction]",
@@ -59,7 +60,8 @@ succeeded, 1 otherwise. A test run takes no instruction: it only verifies.`,
 		Example: `  bridge factory run --repo . --mode build "add a --json flag to list"
   bridge factory run --repo ./service --mode maintenance --profile codex "fix the flaky retry test"
   bridge factory run --repo . --mode test --verify "go test ./..." --verify "go vet ./..."
-  bridge factory run --repo . --mode build --detach --json "rename Foo to Bar" | jq -r .id`,
+  bridge factory run --repo . --mode build --detach --json "rename Foo to Bar" | jq -r .id
+  bridge factory run --repo . --mode test --project "$TENANT_ID/$PROJECT_ID"`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -72,6 +74,13 @@ succeeded, 1 otherwise. A test run takes no instruction: it only verifies.`,
 			req.Repo = abs
 			if cmd.Flags().Changed("repairs") {
 				req.RepairAttempts = &repairs
+			}
+			if project != "" {
+				tenant, proj, ok := strings.Cut(project, "/")
+				if !ok || tenant == "" || proj == "" || strings.Contains(proj, "/") {
+					return withCode(ExitUsage, fmt.Errorf("--project %q: want TENANT_ID/PROJECT_ID (the platform's ids, see 'bridge platform project list')", project))
+				}
+				req.Project = &factory.Project{Tenant: tenant, Project: proj}
 			}
 			c, err := a.daemonClient(cmd.Context())
 			if err != nil {
@@ -91,6 +100,7 @@ succeeded, 1 otherwise. A test run takes no instruction: it only verifies.`,
 	cmd.Flags().StringArrayVar(&req.Verify, "verify", nil, "a verification command (repeatable, at most 20); replaces .factory.yaml and detection")
 	cmd.Flags().StringVar(&req.VerifyTimeout, "verify-timeout", "", "timeout of each verification command, e.g. 5m (default 10m)")
 	cmd.Flags().IntVar(&repairs, "repairs", 0, "repair attempts after failed verification, 0 to 3 (default FACTORY_REPAIR_ATTEMPTS, 2)")
+	cmd.Flags().StringVar(&project, "project", "", "TENANT_ID/PROJECT_ID: platform principals with run.read on that project may read the run")
 	cmd.Flags().BoolVar(&detach, "detach", false, "print the queued run and return at once")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run as JSON (at the end, or at once with --detach)")
 	return cmd

@@ -166,4 +166,20 @@ func TestFactoryCLI(t *testing.T) {
 	code, out, _ = run(ctx, "factory", "show", "--data-dir", dir, queued.ID)
 	is.Equal(code, ExitOK)
 	is.True(strings.Contains(out, queued.ID))
+
+	// --project binds the run to a platform project (TENANT_ID/PROJECT_ID).
+	const tenant, project = "01a20cb4-9019-7c28-ad25-c7986c2a3c22", "01a20cb4-9e56-75ff-b041-26cda00e90de"
+	code, out, _ = run(ctx, "factory", "run", "--data-dir", dir, "--repo", repo, "--mode", "test", "--detach", "--json", "--project", tenant+"/"+project)
+	is.Equal(code, ExitOK)
+	var bound factory.Run
+	is.NoErr(json.Unmarshal([]byte(out), &bound))
+	is.Equal(bound.Project, &factory.Project{Tenant: tenant, Project: project})
+	for _, bad := range []string{"only-one", "/" + project, tenant + "/", tenant + "/" + project + "/x"} {
+		code, _, errOut = run(ctx, "factory", "run", "--data-dir", dir, "--repo", repo, "--mode", "test", "--project", bad)
+		is.Equal(code, ExitUsage)
+		is.True(strings.Contains(errOut, "TENANT_ID/PROJECT_ID"))
+	}
+	code, _, errOut = run(ctx, "factory", "run", "--data-dir", dir, "--repo", repo, "--mode", "test", "--project", "acme/payments")
+	is.Equal(code, ExitError) // the daemon wants the platform's ids
+	is.True(strings.Contains(errOut, "FA-VALIDATION"))
 }

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+
+	"github.com/agentbridge/bridge/store"
 )
 
 const configColumns = `id, name, url, host, http_method, status, status_reason, subscribed_event_types,
@@ -48,11 +50,11 @@ func scanConfig() ([]any, func() (Configuration, error)) {
 		c.SubscribedEventTypes = parseList(types)
 		c.SignatureEnabled = sigEnabled != 0
 		c.MaxRetries, c.RetryDelayMs, c.TimeoutMs, c.FailureThreshold = intPtr(maxRetries), intPtr(retryDelay), intPtr(timeout), intPtr(failure)
-		c.CreatedAt, c.UpdatedAt = fromMs(created), fromMs(updated)
+		c.CreatedAt, c.UpdatedAt = store.FromMillis(created), store.FromMillis(updated)
 		c.SecretSet = c.sealed != ""
-		c.SecretUpdatedAt = optTime(secretAt)
+		c.SecretUpdatedAt = store.OptFromMillis(secretAt)
 		if c.prevSealed != "" {
-			c.PreviousSecretValidUntil = optTime(c.prevUntilRaw)
+			c.PreviousSecretValidUntil = store.OptFromMillis(c.prevUntilRaw)
 		}
 		return c, nil
 	}
@@ -134,7 +136,7 @@ func (s *Service) createConfig(ctx context.Context, in ConfigurationInput) (Conf
 		if c.sealed, err = s.box.SealString(*ch.newSecret, secretAD(c.ID)); err != nil {
 			return Configuration{}, fmt.Errorf("callbacks: seal secret: %w", err)
 		}
-		secretAt = toMs(now)
+		secretAt = store.Millis(now)
 	}
 	err = s.db.Write(ctx, func(tx *sql.Tx) error {
 		if err := authorizedIn(ctx, tx, c.host); err != nil {
@@ -144,7 +146,7 @@ func (s *Service) createConfig(ctx context.Context, in ConfigurationInput) (Conf
 			c.ID, c.Name, c.URL, c.host, c.HTTPMethod, c.Status, "", jsonList(c.SubscribedEventTypes),
 			boolInt(c.SignatureEnabled), c.SignatureScheme, c.SignatureHeader, c.sealed, "",
 			0, secretAt, nullInt(c.MaxRetries), nullInt(c.RetryDelayMs), nullInt(c.TimeoutMs), nullInt(c.FailureThreshold),
-			c.Version, toMs(now), toMs(now))
+			c.Version, store.Millis(now), store.Millis(now))
 		return err
 	})
 	if isUnique(err) {
@@ -177,11 +179,11 @@ func (s *Service) updateConfig(ctx context.Context, id string, in ConfigurationI
 		sealed, prevSealed, prevUntil := old.sealed, old.prevSealed, old.prevUntilRaw
 		secretAt := int64(0)
 		if old.SecretUpdatedAt != nil {
-			secretAt = toMs(*old.SecretUpdatedAt)
+			secretAt = store.Millis(*old.SecretUpdatedAt)
 		}
 		switch {
 		case ch.clearSecret:
-			sealed, prevSealed, prevUntil, secretAt = "", "", 0, toMs(now)
+			sealed, prevSealed, prevUntil, secretAt = "", "", 0, store.Millis(now)
 		case ch.newSecret != nil && *ch.newSecret != string(old.secret):
 			newSealed, err := s.box.SealString(*ch.newSecret, secretAD(id))
 			if err != nil {
@@ -193,9 +195,9 @@ func (s *Service) updateConfig(ctx context.Context, id string, in ConfigurationI
 			prevSealed, prevUntil = "", 0
 			grace := s.settings.Signature.RotationGrace.D()
 			if old.sealed != "" && grace > 0 && old.SignatureScheme == c.SignatureScheme {
-				prevSealed, prevUntil = old.sealed, toMs(now.Add(grace))
+				prevSealed, prevUntil = old.sealed, store.Millis(now.Add(grace))
 			}
-			sealed, secretAt = newSealed, toMs(now)
+			sealed, secretAt = newSealed, store.Millis(now)
 		case old.SignatureScheme != c.SignatureScheme:
 			prevSealed, prevUntil = "", 0
 		}
@@ -209,7 +211,7 @@ func (s *Service) updateConfig(ctx context.Context, id string, in ConfigurationI
 			timeout_ms = ?, failure_threshold = ?, version = version + 1, updated_at = ? WHERE id = ?`,
 			c.Name, c.URL, c.host, c.HTTPMethod, c.Status, reason, jsonList(c.SubscribedEventTypes),
 			boolInt(c.SignatureEnabled), c.SignatureScheme, c.SignatureHeader, sealed, prevSealed, prevUntil, secretAt,
-			nullInt(c.MaxRetries), nullInt(c.RetryDelayMs), nullInt(c.TimeoutMs), nullInt(c.FailureThreshold), toMs(now), id)
+			nullInt(c.MaxRetries), nullInt(c.RetryDelayMs), nullInt(c.TimeoutMs), nullInt(c.FailureThreshold), store.Millis(now), id)
 		return err
 	})
 	if isUnique(err) {
@@ -246,7 +248,7 @@ func (s *Service) setStatus(ctx context.Context, id, status, reason string) (boo
 	changed := false
 	err := s.db.Write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.Exec(`UPDATE callback_configurations SET status = ?, status_reason = ?, version = version + 1, updated_at = ?
-			WHERE id = ? AND status <> ?`, status, reason, toMs(s.nowMs()), id, status)
+			WHERE id = ? AND status <> ?`, status, reason, store.Millis(s.nowMs()), id, status)
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+
+	"github.com/agentbridge/bridge/store"
 )
 
 const domainColumns = `id, domain, include_subdomains, description, created_at, updated_at`
@@ -29,7 +31,7 @@ func scanDomain() ([]any, func() (AuthorizedDomain, error)) {
 	var created, updated int64
 	return []any{&d.ID, &d.Domain, &inc, &d.Description, &created, &updated}, func() (AuthorizedDomain, error) {
 		d.IncludeSubdomains = inc != 0
-		d.CreatedAt, d.UpdatedAt = fromMs(created), fromMs(updated)
+		d.CreatedAt, d.UpdatedAt = store.FromMillis(created), store.FromMillis(updated)
 		return d, nil
 	}
 }
@@ -78,7 +80,7 @@ func (s *Service) createDomain(ctx context.Context, in DomainInput) (AuthorizedD
 	d.ID, d.CreatedAt, d.UpdatedAt = newID(), now, now
 	err = s.db.Write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.Exec(`INSERT INTO callback_authorized_domains (`+domainColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
-			d.ID, d.Domain, boolInt(d.IncludeSubdomains), d.Description, toMs(now), toMs(now))
+			d.ID, d.Domain, boolInt(d.IncludeSubdomains), d.Description, store.Millis(now), store.Millis(now))
 		return err
 	})
 	if isUnique(err) {
@@ -104,7 +106,7 @@ func (s *Service) updateDomain(ctx context.Context, id string, in DomainInput) (
 		}
 		d.CreatedAt, d.UpdatedAt = old.CreatedAt, s.nowMs()
 		_, err = tx.Exec(`UPDATE callback_authorized_domains SET domain = ?, include_subdomains = ?, description = ?, updated_at = ? WHERE id = ?`,
-			d.Domain, boolInt(d.IncludeSubdomains), d.Description, toMs(d.UpdatedAt), id)
+			d.Domain, boolInt(d.IncludeSubdomains), d.Description, store.Millis(d.UpdatedAt), id)
 		return err
 	})
 	if isUnique(err) {

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/agentbridge/bridge/store"
 )
 
 const execColumns = `id, delivery_id, configuration_id, configuration_name, subscription_id, event_id, event_type,
@@ -51,8 +53,8 @@ func scanExec() ([]any, func() (Execution, error)) {
 		&e.Attempt, &e.MaxAttempts, &e.State, &e.Trigger, &e.RetryOf, &scheduled, &started, &finished, &duration,
 		&method, &url, &headers, &bodyBytes, &status, &excerpt, &truncated, &errCode, &errMsg, &next, &created, &updated}
 	return dests, func() (Execution, error) {
-		e.ScheduledAt, e.CreatedAt, e.UpdatedAt = fromMs(scheduled), fromMs(created), fromMs(updated)
-		e.StartedAt, e.FinishedAt, e.NextAttemptAt = optTime(started), optTime(finished), optTime(next)
+		e.ScheduledAt, e.CreatedAt, e.UpdatedAt = store.FromMillis(scheduled), store.FromMillis(created), store.FromMillis(updated)
+		e.StartedAt, e.FinishedAt, e.NextAttemptAt = store.OptFromMillis(started), store.OptFromMillis(finished), store.OptFromMillis(next)
 		if started != 0 && finished != 0 {
 			d := duration
 			e.DurationMs = &d
@@ -93,7 +95,7 @@ const insertExecSQL = `INSERT OR IGNORE INTO callback_executions (id, delivery_i
 // first-attempt index says the delivery exists already.
 func insertJob(stmt *sql.Stmt, j *job, now time.Time) (bool, error) {
 	res, err := stmt.Exec(j.execID, j.deliveryID, j.configID, j.configName, j.subscriptionID, j.eventSeq, j.eventID, j.eventType,
-		j.attempt, j.maxAttempts, j.trigger, j.retryOf, toMs(j.due), toMs(now), toMs(now))
+		j.attempt, j.maxAttempts, j.trigger, j.retryOf, store.Millis(j.due), store.Millis(now), store.Millis(now))
 	if err != nil {
 		return false, err
 	}
@@ -139,7 +141,7 @@ func (s *Service) persistJobs(ctx context.Context, ev Event, jobs []*job) ([]*jo
 
 // storeEvent stores ev once and returns its sequence number.
 func storeEvent(tx *sql.Tx, ev Event, now time.Time) (int64, error) {
-	res, err := tx.Exec(insertEventSQL, ev.ID, ev.Type, ev.Topic, []byte(ev.Payload), toMs(now))
+	res, err := tx.Exec(insertEventSQL, ev.ID, ev.Type, ev.Topic, []byte(ev.Payload), store.Millis(now))
 	if err != nil {
 		return 0, err
 	}
@@ -169,7 +171,7 @@ func (s *Service) loadOpenJobs(ctx context.Context) ([]*job, error) {
 			&j.attempt, &j.maxAttempts, &j.trigger, &j.retryOf, &due, &state); err != nil {
 			return nil, fmt.Errorf("callbacks: load pending executions: %w", err)
 		}
-		j.due = fromMs(due)
+		j.due = store.FromMillis(due)
 		j.held = state == StateHeld
 		out = append(out, j)
 	}
@@ -228,7 +230,7 @@ func writeOutcomes(tx *sql.Tx, batch []*outcome, now time.Time) error {
 				}
 				defer hold.Close()
 			}
-			if _, err := hold.Exec(toMs(o.heldUntil), toMs(now), o.job.execID); err != nil {
+			if _, err := hold.Exec(store.Millis(o.heldUntil), store.Millis(now), o.job.execID); err != nil {
 				return err
 			}
 			continue
@@ -249,13 +251,13 @@ func writeOutcomes(tx *sql.Tx, batch []*outcome, now time.Time) error {
 		}
 		var started, duration, next int64
 		if !o.started.IsZero() {
-			started, duration = toMs(o.started), o.finished.Sub(o.started).Milliseconds()
+			started, duration = store.Millis(o.started), o.finished.Sub(o.started).Milliseconds()
 		}
 		if o.next != nil {
-			next = toMs(o.next.due)
+			next = store.Millis(o.next.due)
 		}
-		res, err := rec.Exec(o.state, started, toMs(o.finished), duration, method, url, headers, bodyBytes, status,
-			excerpt, boolInt(truncated), errCode, errMsg, next, o.maxAttempts, toMs(now), o.job.execID)
+		res, err := rec.Exec(o.state, started, store.Millis(o.finished), duration, method, url, headers, bodyBytes, status,
+			excerpt, boolInt(truncated), errCode, errMsg, next, o.maxAttempts, store.Millis(now), o.job.execID)
 		if err != nil {
 			return err
 		}
@@ -283,14 +285,14 @@ func writeOutcomes(tx *sql.Tx, batch []*outcome, now time.Time) error {
 // pruneBefore removes finished executions and unreferenced events older than cutoff.
 func (s *Service) pruneBefore(ctx context.Context, cutoff time.Time) (execs, events int64, err error) {
 	err = s.db.Write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.Exec(`DELETE FROM callback_executions WHERE created_at < ? AND state NOT IN ('PENDING', 'HELD_CIRCUIT_OPEN')`, toMs(cutoff))
+		res, err := tx.Exec(`DELETE FROM callback_executions WHERE created_at < ? AND state NOT IN ('PENDING', 'HELD_CIRCUIT_OPEN')`, store.Millis(cutoff))
 		if err != nil {
 			return err
 		}
 		execs, _ = res.RowsAffected()
 		// An event goes once no execution refers to it any more.
 		res, err = tx.Exec(`DELETE FROM callback_events WHERE received_at < ? AND NOT EXISTS (
-			SELECT 1 FROM callback_executions x WHERE x.event_seq = callback_events.seq)`, toMs(cutoff))
+			SELECT 1 FROM callback_executions x WHERE x.event_seq = callback_events.seq)`, store.Millis(cutoff))
 		if err != nil {
 			return err
 		}

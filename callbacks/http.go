@@ -76,23 +76,13 @@ func (s *Service) serve(rt route) httprouter.Handle {
 
 // writeError is the one place that maps errors to problem+json responses.
 func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	p := &httpx.Problem{Status: http.StatusInternalServerError, Code: "CB-INTERNAL", Message: "internal error"}
-	var be *httpx.BodyError
+	p, body := httpx.BodyProblem(err, "CB")
+	if !body {
+		p = &httpx.Problem{Status: http.StatusInternalServerError, Code: "CB-INTERNAL", Message: "internal error"}
+	}
 	var e *Error
 	switch {
-	case errors.As(err, &be):
-		p.Status, p.Message = be.Status, be.Msg
-		switch be.Status {
-		case http.StatusRequestEntityTooLarge:
-			p.Code = "CB-TOO-LARGE"
-		case http.StatusUnsupportedMediaType:
-			p.Code = "CB-UNSUPPORTED-MEDIA-TYPE"
-		default:
-			p.Status, p.Code = http.StatusBadRequest, "CB-BAD-REQUEST"
-		}
-		if be.Field != "" {
-			p.Diagnostics = []any{FieldError{Field: be.Field, Message: be.Msg}}
-		}
+	case body:
 	case errors.As(err, &e):
 		p.Message = e.Message
 		switch e.Code {

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"time"
+
+	"github.com/agentbridge/bridge/store"
 )
 
 // RetryRequest is the body of POST /callback-executions/retry.
@@ -126,7 +128,7 @@ func (s *Service) Replay(ctx context.Context, r ReplayRequest) (ReplayResult, er
 		}
 	}
 	rows, err := s.db.Reader().QueryContext(ctx, `SELECT seq, id, event_type, topic, payload, received_at FROM callback_events
-		WHERE received_at >= ? AND received_at <= ? ORDER BY received_at, id LIMIT ?`, toMs(since), toMs(until), limit+1)
+		WHERE received_at >= ? AND received_at <= ? ORDER BY received_at, id LIMIT ?`, store.Millis(since), store.Millis(until), limit+1)
 	if err != nil {
 		return res, fmt.Errorf("callbacks: replay: %w", err)
 	}
@@ -155,7 +157,7 @@ func (s *Service) Replay(ctx context.Context, r ReplayRequest) (ReplayResult, er
 	}
 	res.Events = len(events)
 	if len(events) > 0 {
-		res.LastReceivedAt = optTime(last)
+		res.LastReceivedAt = store.OptFromMillis(last)
 	}
 	var jobs []*job
 	now := s.nowMs()

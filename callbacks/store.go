@@ -19,20 +19,7 @@ var migrationFS embed.FS
 // daemon applies them with every other subsystem's.
 func Migrations() []store.Migration { return store.MustLoad(migrationFS, "migrations") }
 
-// Times are stored as Unix milliseconds and served in UTC with millisecond
-// precision, so a value read back equals the value served.
-
-func toMs(t time.Time) int64 { return t.UnixMilli() }
-
-func fromMs(n int64) time.Time { return time.UnixMilli(n).UTC() }
-
-func optTime(n int64) *time.Time {
-	if n == 0 {
-		return nil
-	}
-	t := fromMs(n)
-	return &t
-}
+// Times are stored with store.Millis and read with store.FromMillis.
 
 func nullInt(p *int) any {
 	if p == nil {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/agentbridge/bridge/store"
 )
 
 const subColumns = `id, name, messaging_system_type, topic_or_queue, consumer_group_id, event_type_patterns,
@@ -37,7 +39,7 @@ func scanSub() ([]any, func() (EventSubscription, error)) {
 			&active, &since, &created, &updated}, func() (EventSubscription, error) {
 			sub.EventTypePatterns = parseList(patterns)
 			sub.Active = active != 0
-			sub.ActiveSince, sub.CreatedAt, sub.UpdatedAt = time.UnixMicro(since).UTC(), fromMs(created), fromMs(updated)
+			sub.ActiveSince, sub.CreatedAt, sub.UpdatedAt = time.UnixMicro(since).UTC(), store.FromMillis(created), store.FromMillis(updated)
 			return sub, nil
 		}
 }
@@ -82,7 +84,7 @@ func (s *Service) createSub(ctx context.Context, in SubscriptionInput) (EventSub
 	err = s.db.Write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.Exec(`INSERT INTO callback_event_subscriptions (`+subColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?)`,
 			sub.ID, sub.Name, sub.MessagingSystemType, sub.TopicOrQueue, sub.ConsumerGroupID, jsonList(sub.EventTypePatterns),
-			boolInt(sub.Active), sub.ActiveSince.UnixMicro(), toMs(now), toMs(now))
+			boolInt(sub.Active), sub.ActiveSince.UnixMicro(), store.Millis(now), store.Millis(now))
 		return err
 	})
 	if isUnique(err) {
@@ -116,7 +118,7 @@ func (s *Service) updateSub(ctx context.Context, id string, in SubscriptionInput
 		_, err = tx.Exec(`UPDATE callback_event_subscriptions SET name = ?, messaging_system_type = ?, topic_or_queue = ?,
 			consumer_group_id = ?, event_type_patterns = ?, active = ?, active_since = ?, updated_at = ? WHERE id = ?`,
 			sub.Name, sub.MessagingSystemType, sub.TopicOrQueue, sub.ConsumerGroupID, jsonList(sub.EventTypePatterns),
-			boolInt(sub.Active), sub.ActiveSince.UnixMicro(), toMs(now), id)
+			boolInt(sub.Active), sub.ActiveSince.UnixMicro(), store.Millis(now), id)
 		return err
 	})
 	if isUnique(err) {

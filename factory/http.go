@@ -110,26 +110,13 @@ func (s *Service) serve(rt route) httprouter.Handle {
 
 // writeError is the one place that maps errors to problem+json responses.
 func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	p := &httpx.Problem{Status: http.StatusInternalServerError, Code: "FA-INTERNAL", Message: "internal error"}
-	var be *httpx.BodyError
-	var je *httpx.JSONError
+	p, body := httpx.BodyProblem(err, "FA")
+	if !body {
+		p = &httpx.Problem{Status: http.StatusInternalServerError, Code: "FA-INTERNAL", Message: "internal error"}
+	}
 	var e *Error
 	switch {
-	case errors.As(err, &be):
-		p.Status, p.Message = be.Status, be.Msg
-		switch be.Status {
-		case http.StatusRequestEntityTooLarge:
-			p.Code = "FA-TOO-LARGE"
-		case http.StatusUnsupportedMediaType:
-			p.Code = "FA-UNSUPPORTED-MEDIA-TYPE"
-		default:
-			p.Status, p.Code = http.StatusBadRequest, "FA-BAD-REQUEST"
-		}
-		if be.Field != "" {
-			p.Diagnostics = []any{fieldDiag{Field: be.Field, Message: be.Msg}}
-		}
-	case errors.As(err, &je):
-		p.Status, p.Code, p.Message = http.StatusBadRequest, "FA-BAD-REQUEST", je.Error()
+	case body:
 	case errors.As(err, &e):
 		p.Message = e.Message
 		switch e.Code {
@@ -165,10 +152,7 @@ func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) 
 }
 
 // fieldDiag is one diagnostic of a problem: the request field at fault.
-type fieldDiag struct {
-	Field   string `json:"field"`
-	Message string `json:"message"`
-}
+type fieldDiag = httpx.FieldDiagnostic
 
 // decodeBody reads a JSON body strictly: at most maxBodyBytes, valid UTF-8,
 // no duplicate keys (httpx.CheckJSON), no unknown properties.

@@ -20,19 +20,7 @@ var migrationFS embed.FS
 // applies them with every other subsystem's.
 func Migrations() []store.Migration { return store.MustLoad(migrationFS, "migrations") }
 
-// Times are Unix milliseconds in the database and UTC when served.
-
-func toMs(t time.Time) int64 { return t.UnixMilli() }
-
-func fromMs(n int64) time.Time { return time.UnixMilli(n).UTC() }
-
-func optTime(n int64) *time.Time {
-	if n == 0 {
-		return nil
-	}
-	t := fromMs(n)
-	return &t
-}
+// Times are stored with store.Millis and read with store.FromMillis.
 
 func mustJSON(v any) string {
 	data, err := json.Marshal(v)
@@ -94,8 +82,8 @@ func scanRun(sc interface{ Scan(...any) error }) (runRow, error) {
 	if errCode != "" {
 		r.Error = &RunError{Code: errCode, Message: errMsg}
 	}
-	r.CreatedAt, r.UpdatedAt = fromMs(created), fromMs(updated)
-	r.StartedAt, r.FinishedAt = optTime(started), optTime(finished)
+	r.CreatedAt, r.UpdatedAt = store.FromMillis(created), store.FromMillis(updated)
+	r.StartedAt, r.FinishedAt = store.OptFromMillis(started), store.OptFromMillis(finished)
 	return r, nil
 }
 
@@ -111,11 +99,11 @@ func insertRun(ctx context.Context, tx *sql.Tx, r *Run, now time.Time) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO factory_runs (id, seq, mode, state, repo, subdir, instruction, provider, profile,
 		policy, plan_revision, retry_of, created_at, updated_at, project_tenant, project_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		r.ID, seq, r.Mode, r.State, r.Repo, r.Subdir, r.Instruction, r.Provider, r.Profile,
-		mustJSON(r.Policy), r.PlanRevision, r.RetryOf, toMs(now), toMs(now), project.Tenant, project.Project)
+		mustJSON(r.Policy), r.PlanRevision, r.RetryOf, store.Millis(now), store.Millis(now), project.Tenant, project.Project)
 	if err != nil {
 		return fmt.Errorf("factory: insert run: %w", err)
 	}
-	r.CreatedAt, r.UpdatedAt = fromMs(toMs(now)), fromMs(toMs(now))
+	r.CreatedAt, r.UpdatedAt = store.FromMillis(store.Millis(now)), store.FromMillis(store.Millis(now))
 	return nil
 }
 
@@ -214,7 +202,7 @@ type runUpdate struct {
 
 func updateRun(ctx context.Context, tx *sql.Tx, id string, u runUpdate, now time.Time) error {
 	sets := []string{"updated_at = ?"}
-	args := []any{toMs(now)}
+	args := []any{store.Millis(now)}
 	add := func(col string, v any) { sets, args = append(sets, col+" = ?"), append(args, v) }
 	if u.State != nil {
 		add("state", *u.State)
@@ -260,10 +248,10 @@ func updateRun(ctx context.Context, tx *sql.Tx, id string, u runUpdate, now time
 		add("error_message", u.Error.Message)
 	}
 	if u.Started {
-		add("started_at", toMs(now))
+		add("started_at", store.Millis(now))
 	}
 	if u.Finished {
-		add("finished_at", toMs(now))
+		add("finished_at", store.Millis(now))
 		add("current_task", 0)
 		add("current_command", "")
 	}
@@ -297,10 +285,10 @@ func updateTask(ctx context.Context, tx *sql.Tx, runID string, idx int, state, e
 	switch state {
 	case TaskRunning:
 		q += `, started_at = ?`
-		args = append(args, toMs(now))
+		args = append(args, store.Millis(now))
 	case TaskSucceeded, TaskFailed, TaskCancelled, TaskSkipped:
 		q += `, finished_at = ?`
-		args = append(args, toMs(now))
+		args = append(args, store.Millis(now))
 	}
 	args = append(args, runID, idx)
 	if _, err := tx.ExecContext(ctx, q+` WHERE run_id = ? AND idx = ?`, args...); err != nil {
@@ -312,7 +300,7 @@ func updateTask(ctx context.Context, tx *sql.Tx, runID string, idx int, state, e
 // closeOpenTasks marks every pending, running or paused task of a run as state.
 func closeOpenTasks(ctx context.Context, tx *sql.Tx, runID, state string, now time.Time) error {
 	_, err := tx.ExecContext(ctx, `UPDATE factory_tasks SET state = ?, finished_at = ? WHERE run_id = ? AND state IN (?, ?, ?)`,
-		state, toMs(now), runID, TaskPending, TaskRunning, TaskPaused)
+		state, store.Millis(now), runID, TaskPending, TaskRunning, TaskPaused)
 	if err != nil {
 		return fmt.Errorf("factory: close tasks of run %s: %w", runID, err)
 	}
@@ -333,7 +321,7 @@ func listTasks(ctx context.Context, q queryer, runID string) ([]Task, error) {
 		if err := rows.Scan(&t.Index, &t.Kind, &t.Role, &t.Title, &t.Instruction, &t.State, &t.Revision, &t.Attempt, &t.Error, &started, &finished); err != nil {
 			return nil, fmt.Errorf("factory: list tasks of run %s: %w", runID, err)
 		}
-		t.StartedAt, t.FinishedAt = optTime(started), optTime(finished)
+		t.StartedAt, t.FinishedAt = store.OptFromMillis(started), store.OptFromMillis(finished)
 		out = append(out, t)
 	}
 	return out, rows.Err()
@@ -344,7 +332,7 @@ func listTasks(ctx context.Context, q queryer, runID string) ([]Task, error) {
 func insertTurn(ctx context.Context, tx *sql.Tx, runID string, t Turn) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO factory_turns (run_id, task_idx, turn, provider, exit_code, is_error, failure, text, stderr, events, started_at, duration_ms)
 		VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`, runID, t.Task, t.Turn, t.Provider, t.ExitCode, t.IsError, t.Failure, t.Text, t.Stderr,
-		mustJSON(t.Events), toMs(t.StartedAt), t.DurationMS)
+		mustJSON(t.Events), store.Millis(t.StartedAt), t.DurationMS)
 	if err != nil {
 		return fmt.Errorf("factory: record agent turn of run %s: %w", runID, err)
 	}
@@ -369,7 +357,7 @@ func listTurns(ctx context.Context, q queryer, runID string) ([]Turn, error) {
 		if err := json.Unmarshal([]byte(events), &t.Events); err != nil {
 			return nil, fmt.Errorf("factory: run %s: stored events: %w", runID, err)
 		}
-		t.StartedAt = fromMs(started)
+		t.StartedAt = store.FromMillis(started)
 		out = append(out, t)
 	}
 	return out, rows.Err()
@@ -380,7 +368,7 @@ func listTurns(ctx context.Context, q queryer, runID string) ([]Turn, error) {
 func insertCheck(ctx context.Context, tx *sql.Tx, runID string, attempt int, c Check) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO factory_checks (run_id, attempt, idx, name, command, source, timeout_ms, exit_code, timed_out, output, truncated, started_at, duration_ms)
 		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`, runID, attempt, c.Index, c.Name, mustJSON(c.Command), c.Source, c.TimeoutMS,
-		c.ExitCode, c.TimedOut, c.Output, c.Truncated, toMs(c.StartedAt), c.DurationMS)
+		c.ExitCode, c.TimedOut, c.Output, c.Truncated, store.Millis(c.StartedAt), c.DurationMS)
 	if err != nil {
 		return fmt.Errorf("factory: record check of run %s: %w", runID, err)
 	}
@@ -407,7 +395,7 @@ func listVerification(ctx context.Context, q queryer, runID string) ([]Verificat
 		if err := json.Unmarshal([]byte(cmd), &c.Command); err != nil {
 			return nil, fmt.Errorf("factory: run %s: stored command: %w", runID, err)
 		}
-		c.StartedAt = fromMs(started)
+		c.StartedAt = store.FromMillis(started)
 		if n := len(out); n == 0 || out[n-1].Attempt != attempt {
 			out = append(out, Verification{Attempt: attempt, Passed: true})
 		}
@@ -437,7 +425,7 @@ func appendJournal(ctx context.Context, tx *sql.Tx, runID string, e Entry) (Entr
 	}
 	e = chain(runID, prev, e)
 	_, err := tx.ExecContext(ctx, `INSERT INTO factory_journal (run_id, seq, kind, action, ref, data, at, prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?)`,
-		runID, e.Seq, e.Kind, e.Action, e.Ref, string(e.Data), toMs(e.At), e.PrevHash, e.Hash)
+		runID, e.Seq, e.Kind, e.Action, e.Ref, string(e.Data), store.Millis(e.At), e.PrevHash, e.Hash)
 	if err != nil {
 		return e, fmt.Errorf("factory: append journal of run %s: %w", runID, err)
 	}
@@ -461,7 +449,7 @@ func listJournal(ctx context.Context, q queryer, runID string) ([]Entry, error) 
 		if err := rows.Scan(&e.Seq, &e.Kind, &e.Action, &e.Ref, &data, &at, &e.PrevHash, &e.Hash); err != nil {
 			return nil, fmt.Errorf("factory: read journal of run %s: %w", runID, err)
 		}
-		e.Data, e.At = json.RawMessage(data), fromMs(at)
+		e.Data, e.At = json.RawMessage(data), store.FromMillis(at)
 		out = append(out, e)
 	}
 	return out, rows.Err()
@@ -535,7 +523,7 @@ func lastCommit(ctx context.Context, q queryer, runID, source string) (string, e
 func insertMessage(ctx context.Context, tx *sql.Tx, runID string, m WorkerMessage) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO factory_messages (run_id, seq, task_idx, kind, text, at)
 		SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ? FROM factory_messages WHERE run_id = ?`,
-		runID, m.Task, m.Kind, m.Text, toMs(m.At), runID)
+		runID, m.Task, m.Kind, m.Text, store.Millis(m.At), runID)
 	if err != nil {
 		return fmt.Errorf("factory: record worker message of run %s: %w", runID, err)
 	}
@@ -555,7 +543,7 @@ func listMessages(ctx context.Context, q queryer, runID string) ([]WorkerMessage
 		if err := rows.Scan(&m.Task, &m.Kind, &m.Text, &at); err != nil {
 			return nil, fmt.Errorf("factory: list worker messages of run %s: %w", runID, err)
 		}
-		m.At = fromMs(at)
+		m.At = store.FromMillis(at)
 		out = append(out, m)
 	}
 	return out, rows.Err()

@@ -184,3 +184,38 @@ func SingleHeader(h http.Header, name string) (string, error) {
 	}
 	return "", fmt.Errorf("the request carries %d %s headers; send exactly one", len(vs), http.CanonicalHeaderKey(name))
 }
+
+// FieldDiagnostic is a problem diagnostic naming the request field at fault.
+type FieldDiagnostic struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// BodyProblem maps a refused request body (*BodyError from DecodeJSON, or
+// *JSONError from CheckJSON) to a problem+json body whose codes carry the
+// surface's prefix: PREFIX-TOO-LARGE (413), PREFIX-UNSUPPORTED-MEDIA-TYPE
+// (415), PREFIX-BAD-REQUEST (400, with the field when known). ok is false for
+// any other error, which the surface maps itself.
+func BodyProblem(err error, prefix string) (p *Problem, ok bool) {
+	var be *BodyError
+	var je *JSONError
+	switch {
+	case errors.As(err, &be):
+		p = &Problem{Status: be.Status, Message: be.Msg}
+		switch be.Status {
+		case http.StatusRequestEntityTooLarge:
+			p.Code = prefix + "-TOO-LARGE"
+		case http.StatusUnsupportedMediaType:
+			p.Code = prefix + "-UNSUPPORTED-MEDIA-TYPE"
+		default:
+			p.Status, p.Code = http.StatusBadRequest, prefix+"-BAD-REQUEST"
+		}
+		if be.Field != "" {
+			p.Diagnostics = []any{FieldDiagnostic{Field: be.Field, Message: be.Msg}}
+		}
+		return p, true
+	case errors.As(err, &je):
+		return &Problem{Status: http.StatusBadRequest, Code: prefix + "-BAD-REQUEST", Message: je.Error()}, true
+	}
+	return nil, false
+}

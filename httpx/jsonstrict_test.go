@@ -2,6 +2,7 @@ package httpx
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -77,4 +78,24 @@ func FuzzCheckJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_ = CheckJSON(data) // must not panic on any input
 	})
+}
+
+func TestBodyProblem(t *testing.T) {
+	is := is.New(t)
+	p, ok := BodyProblem(&BodyError{Status: http.StatusRequestEntityTooLarge, Msg: "too big"}, "XY")
+	is.True(ok)
+	is.Equal(p.Status, 413)
+	is.Equal(p.Code, "XY-TOO-LARGE")
+	p, _ = BodyProblem(&BodyError{Status: http.StatusUnsupportedMediaType, Msg: "json only"}, "XY")
+	is.Equal(p.Code, "XY-UNSUPPORTED-MEDIA-TYPE")
+	p, _ = BodyProblem(fmt.Errorf("decode: %w", &BodyError{Status: 422, Kind: "type", Field: "a.b", Msg: "a.b: want a string"}), "XY")
+	is.Equal(p.Status, 400)
+	is.Equal(p.Code, "XY-BAD-REQUEST")
+	is.Equal(p.Diagnostics, []any{FieldDiagnostic{Field: "a.b", Message: "a.b: want a string"}})
+	p, ok = BodyProblem(CheckJSON([]byte(`{"a":1,"a":2}`)), "XY")
+	is.True(ok)
+	is.Equal(p.Code, "XY-BAD-REQUEST")
+	is.True(strings.Contains(p.Message, `duplicate key "a"`))
+	_, ok = BodyProblem(errors.New("other"), "XY")
+	is.True(!ok)
 }

@@ -190,6 +190,9 @@ type Service struct {
 	waiters *waiterRegistry
 	routes  []route
 	addr    func() string
+	// ownerRevoke ends the console's sessions (`bridge revoke --id owner`);
+	// set while the daemon assembles, before any request.
+	ownerRevoke func() int
 
 	ctx     context.Context
 	stopped chan struct{}

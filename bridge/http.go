@@ -655,6 +655,11 @@ func (s *Service) handleRevoke(w http.ResponseWriter, r *http.Request, p Princip
 		return err
 	}
 	client := ps.ByName("client")
+	if client == OwnerClient && s.ownerRevoke != nil {
+		// The owner token is a file, not a row: revoking the owner signs
+		// out the browser sessions that act with it (the web console).
+		return respond(w, http.StatusOK, map[string]any{"client": client, "revokedTokens": 0, "closedStreams": 0, "endedSessions": s.ownerRevoke()})
+	}
 	n, err := RevokeClient(r.Context(), s.db, client, s.now())
 	if err != nil {
 		return err
@@ -662,6 +667,10 @@ func (s *Service) handleRevoke(w http.ResponseWriter, r *http.Request, p Princip
 	closed := s.live.revoke(client)
 	return respond(w, http.StatusOK, map[string]any{"client": client, "revokedTokens": n, "closedStreams": closed})
 }
+
+// OnOwnerRevoke sets what revoking the owner does (package wire: end the
+// console's sessions); f returns how many sessions ended.
+func (s *Service) OnOwnerRevoke(f func() int) { s.ownerRevoke = f }
 
 func isAbs(p string) bool {
 	return strings.HasPrefix(p, "/") || (len(p) > 2 && p[1] == ':' && (p[2] == '\\' || p[2] == '/'))

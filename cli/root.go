@@ -128,6 +128,7 @@ directory + /bridge; override with --data-dir).`,
 	root.AddCommand(a.scheduleCmd())
 	root.AddCommand(a.triggerCmd())
 	root.AddCommand(a.factoryCmd())
+	root.AddCommand(a.consoleCmd())
 	return root
 }
 

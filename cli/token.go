@@ -148,6 +148,7 @@ jobs keep running until cancelled explicitly.`,
 				Client        string `json:"client"`
 				RevokedTokens int    `json:"revokedTokens"`
 				ClosedStreams int    `json:"closedStreams"`
+				EndedSessions *int   `json:"endedSessions,omitempty"`
 			}
 			if c := a.running(ctx); c != nil {
 				if err := c.do(ctx, "DELETE", c.state.BridgeURL, "/v1/bridge/admin/clients/"+id, nil, &out); err != nil {
@@ -165,6 +166,10 @@ jobs keep running until cancelled explicitly.`,
 			}
 			if asJSON {
 				return a.printJSON(out)
+			}
+			if out.EndedSessions != nil {
+				fmt.Fprintf(a.out, "Signed out %d console session(s) of the owner; the owner token itself stays (replace owner.token and restart to change it).\n", *out.EndedSessions)
+				return nil
 			}
 			fmt.Fprintf(a.out, "Revoked %d token(s) of client %q", out.RevokedTokens, out.Client)
 			if out.ClosedStreams > 0 {

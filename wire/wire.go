@@ -10,12 +10,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/agentbridge/bridge/bridge"
+	"github.com/agentbridge/bridge/bridge/console"
 	"github.com/agentbridge/bridge/callbacks"
 	"github.com/agentbridge/bridge/daemon"
 	"github.com/agentbridge/bridge/factory"
@@ -48,7 +50,7 @@ func Subsystems(o BridgeOptions) []daemon.Factory {
 		l.readers = &factoryReaders{}
 		readers = l.readers
 	}
-	subs := []daemon.Factory{l.bridgeFactory(o), ingestFactory, callbacksFactory, factoryFactory(o, readers)}
+	subs := []daemon.Factory{l.bridgeFactory(o), ingestFactory, callbacksFactory, factoryFactory(o, readers), l.consoleFactory}
 	if !o.WithoutPlatform {
 		subs = append(subs, l.platformFactory(platform.Options{}))
 	}
@@ -223,6 +225,24 @@ func bridgeError(err error) error {
 		return errors.Join(bridge.ErrPlatformRunNotFound, err)
 	}
 	return err
+}
+
+// consoleFactory builds the web console (bridge/console). It acts with the
+// owner token, which it reads from the data directory like the CLI does.
+func (l *link) consoleFactory(d daemon.Deps) (daemon.Subsystem, error) {
+	owner, err := daemon.ReadOwnerToken(filepath.Join(d.DataDir, daemon.OwnerTokenFile))
+	if err != nil {
+		return nil, err
+	}
+	c, err := console.New(console.Options{OwnerToken: owner, IsOwner: d.IsOwner, BridgeURL: "http://" + d.BridgeAddr,
+		ServicesURL: "http://" + d.ServicesAddr, DataDir: d.DataDir, Version: d.Build.Version, Logger: d.Logger})
+	if err != nil {
+		return nil, err
+	}
+	if l.bridge != nil {
+		l.bridge.OnOwnerRevoke(c.EndSessions)
+	}
+	return c, nil
 }
 
 // servicesOnly adapts a subsystem that serves only the services listener.

@@ -6,7 +6,8 @@
 // (platform/catalog), environment activations (platform/activation), runs
 // (platform/engine), schedules and signed webhook triggers
 // (platform/trigger, whose "due schedules" phase runs in the engine's
-// loop), the access audit and the local workspace bootstrap.
+// loop), test policies, step tests and draft test activations
+// (platform/steptest), the access audit and the local workspace bootstrap.
 //
 // Authentication on the services listener: every platform route except
 // GET /api/v1/client-configuration, /docs (when enabled) and the health
@@ -41,6 +42,7 @@ import (
 	"github.com/agentbridge/bridge/platform/catalog"
 	"github.com/agentbridge/bridge/platform/engine"
 	"github.com/agentbridge/bridge/platform/identity"
+	"github.com/agentbridge/bridge/platform/steptest"
 	"github.com/agentbridge/bridge/platform/trigger"
 	"github.com/agentbridge/bridge/store"
 )
@@ -73,6 +75,7 @@ type Service struct {
 	activate *activation.Service
 	engine   *engine.Service
 	trigger  *trigger.Service
+	tests    *steptest.Service
 	audit    *identity.AuditLog
 	idp      *auth.IdP
 	verifier *auth.Verifier
@@ -186,6 +189,10 @@ func New(ctx context.Context, d daemon.Deps, o Options) (*Service, error) {
 		return nil, err
 	}
 	s.engine.AddPhase("fire due schedules", s.trigger.DueSchedules)
+	if s.tests, err = steptest.New(steptest.Options{DB: d.DB, Box: d.Box, Runs: s.engine, Keys: s.trigger.SigningKey, Logger: log, Now: now}); err != nil {
+		return nil, err
+	}
+	s.engine.AddPhase("end expired step tests and test activations", s.tests.Expire)
 	return s, nil
 }
 
@@ -273,6 +280,7 @@ func (s *Service) Routes(_, services *httprouter.Router) {
 	s.activate.Register(s.api, services)
 	s.engine.Register(s.api, services)
 	s.trigger.Register(s.api, services)
+	s.tests.Register(s.api, services)
 	if s.idp != nil {
 		h := api.WithPlatformHeaders(http.StripPrefix(IdPPath, s.idp.Handler()))
 		services.Handler(http.MethodGet, IdPPath+"/*path", h)

@@ -9,10 +9,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/matryer/is"
 
 	"github.com/agentbridge/bridge/platform/api"
 	"github.com/agentbridge/bridge/platform/identity"
+	"github.com/agentbridge/bridge/platform/steptest"
 )
 
 func TestRequestIDsAreServerGenerated(t *testing.T) {
@@ -81,6 +83,11 @@ func TestHeadForEveryGet(t *testing.T) {
 	ids["human-tasks"] = task.ID
 	sched := h.mustCreateSchedule(op, map[string]any{"cron": "0 9 * * 1-5", "activation_id": ids["activations"], "input": map[string]any{"customerId": "c-1"}})
 	trig := h.mustCreateTrigger(op, map[string]any{"activation_id": ids["activations"]})
+	draft := uuid.NewString()
+	h.must(201, h.saveDraft(op, draft, "kind: workflow\nid: acme/head\nversion: 1\nsteps:\n  - id: pause\n    wait: 1h\n", ""), nil)
+	h.must(200, h.putPolicy(op, "read_only", ""), nil)
+	var st steptest.StepTestCreated
+	h.must(200, h.stepTest(op, stepBody(draft, "wait", "pause", nil)), &st)
 	n := 0
 	for _, rt := range h.svc.API().Routes() {
 		if rt.Method != http.MethodGet {
@@ -96,6 +103,7 @@ func TestHeadForEveryGet(t *testing.T) {
 			path = strings.ReplaceAll(path, "{run}", run.ID)
 			path = strings.ReplaceAll(path, "/schedules/{id}", "/schedules/"+sched.ID)
 			path = strings.ReplaceAll(path, "/triggers/{id}", "/triggers/"+trig.ID)
+			path = strings.ReplaceAll(path, "/step-tests/{id}", "/step-tests/"+st.ID)
 			get := h.get(path, op)
 			head := h.do(req{method: "HEAD", path: path, token: op})
 			is.Equal(get.status, 200)

@@ -111,7 +111,7 @@ func activeFor(ctx context.Context, q querier, env, workflowID string) (Activati
 // listActivations lists the environment's activations in id order after
 // after, optionally of one status ("" for all).
 func listActivations(ctx context.Context, q querier, env, status, after string, limit int) ([]Activation, error) {
-	query := `SELECT ` + activationCols + ` FROM platform_activations WHERE environment_id = ? AND id > ?`
+	query := `SELECT ` + activationCols + ` FROM platform_activations WHERE environment_id = ? AND id > ?` + notTest
 	args := []any{env, after}
 	if status != "" {
 		query += ` AND status = ?`

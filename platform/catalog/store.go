@@ -60,7 +60,7 @@ func insertVersion(ctx context.Context, tx *sql.Tx, tenant, project string, v Ve
 func versionExists(ctx context.Context, q querier, project, kind, defID string, version int) (string, error) {
 	var id string
 	err := q.QueryRowContext(ctx, `SELECT id FROM platform_definition_versions
-		WHERE project_id = ? AND kind = ? AND definition_id = ? AND version = ?`, project, kind, defID, version).Scan(&id)
+		WHERE project_id = ? AND kind = ? AND definition_id = ? AND version = ?`+notTest, project, kind, defID, version).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
@@ -72,7 +72,7 @@ func versionExists(ctx context.Context, q querier, project, kind, defID string, 
 
 func getVersion(ctx context.Context, q querier, project, kind, id string) (Version, error) {
 	v, err := scanVersion(q.QueryRowContext(ctx, `SELECT `+versionCols+` FROM platform_definition_versions
-		WHERE id = ? AND project_id = ? AND kind = ?`, id, project, kind))
+		WHERE id = ? AND project_id = ? AND kind = ?`+notTest, id, project, kind))
 	if errors.Is(err, sql.ErrNoRows) {
 		return v, errNotFound
 	}
@@ -85,7 +85,7 @@ func getVersion(ctx context.Context, q querier, project, kind, id string) (Versi
 // listVersions lists a project's versions of kind (all kinds when "") in id
 // order after after, optionally of one definition id.
 func listVersions(ctx context.Context, q querier, project, kind, defID, after string, limit int) ([]Version, error) {
-	query := `SELECT ` + versionCols + ` FROM platform_definition_versions WHERE project_id = ? AND id > ?`
+	query := `SELECT ` + versionCols + ` FROM platform_definition_versions WHERE project_id = ? AND id > ?` + notTest
 	args := []any{project, after}
 	if kind != "" {
 		query += ` AND kind = ?`

@@ -357,37 +357,44 @@ func (s *Service) completeHumanTask(c *api.Call) error {
 		return err
 	}
 	return s.changeHuman(c, id, func(ctx context.Context, tx *sql.Tx, h humanRow, by string, now time.Time) (humanRow, error) {
-		switch {
-		case h.Status == humanClaimed && h.ClaimedBy != by:
-			return h, api.Conflict(kernel.CodeRuntimeState, "human task %s is claimed by %s; only its holder completes it", h.ID, h.ClaimedBy)
-		case h.Status == humanOpen && len(h.Assignees) > 0 && !assignedTo(h.Assignees, by):
-			return h, api.Conflict(kernel.CodeRuntimeState, "human task %s is assigned to %s; claim it before completing it",
-				h.ID, strings.Join(h.Assignees, ", "))
-		}
-		e := kernel.Event{Kind: kernel.EventHumanCompleted, TaskID: h.ID, Decision: req.Decision, Data: data, CompletedBy: by}
-		r, err := s.getRun(ctx, tx, h.Environment, h.RunID)
-		if err != nil {
-			return h, err
-		}
-		held := r.Paused && !r.State.Status.Terminal() // Deliver holds it
-		// The completion is logged before Deliver steps the run, so that
-		// it comes before the lines of the steps it lets run.
-		msg := "completed by " + by + " with " + req.Decision
-		if held {
-			msg += " (held until the run resumes)"
-		}
-		if err := logHuman(ctx, tx, h, now, "human_task_completed", msg, map[string]any{"by": by, "decision": req.Decision, "held": held}); err != nil {
-			return h, err
-		}
-		if _, _, _, err := s.Deliver(ctx, tx, h.Environment, h.RunID, e); err != nil {
-			return h, refusal(err)
-		}
-		// The task keeps its data for views only (the run's state holds
-		// the real values): secret fields of the form are redacted.
-		p, err := s.program(ctx, tx, r.Project, r.PublishedVersionID)
-		if err != nil {
-			return h, err
-		}
-		return completeHuman(ctx, tx, h, by, req.Decision, redact(data, p.sec.Forms[h.NodeID]), now)
+		return s.completeTask(ctx, tx, h, by, req.Decision, data, now)
 	})
+}
+
+// completeTask completes the open or claimed task h as principal by in tx:
+// the holder or assignee rules, then the kernel's check of the decision
+// and data through the run.
+func (s *Service) completeTask(ctx context.Context, tx *sql.Tx, h humanRow, by, decision string, data json.RawMessage, now time.Time) (humanRow, error) {
+	switch {
+	case h.Status == humanClaimed && h.ClaimedBy != by:
+		return h, api.Conflict(kernel.CodeRuntimeState, "human task %s is claimed by %s; only its holder completes it", h.ID, h.ClaimedBy)
+	case h.Status == humanOpen && len(h.Assignees) > 0 && !assignedTo(h.Assignees, by):
+		return h, api.Conflict(kernel.CodeRuntimeState, "human task %s is assigned to %s; claim it before completing it",
+			h.ID, strings.Join(h.Assignees, ", "))
+	}
+	e := kernel.Event{Kind: kernel.EventHumanCompleted, TaskID: h.ID, Decision: decision, Data: data, CompletedBy: by}
+	r, err := s.getRun(ctx, tx, h.Environment, h.RunID)
+	if err != nil {
+		return h, err
+	}
+	held := r.Paused && !r.State.Status.Terminal() // Deliver holds it
+	// The completion is logged before Deliver steps the run, so that
+	// it comes before the lines of the steps it lets run.
+	msg := "completed by " + by + " with " + decision
+	if held {
+		msg += " (held until the run resumes)"
+	}
+	if err := logHuman(ctx, tx, h, now, "human_task_completed", msg, map[string]any{"by": by, "decision": decision, "held": held}); err != nil {
+		return h, err
+	}
+	if _, _, _, err := s.Deliver(ctx, tx, h.Environment, h.RunID, e); err != nil {
+		return h, refusal(err)
+	}
+	// The task keeps its data for views only (the run's state holds
+	// the real values): secret fields of the form are redacted.
+	p, err := s.program(ctx, tx, r.Project, r.PublishedVersionID)
+	if err != nil {
+		return h, err
+	}
+	return completeHuman(ctx, tx, h, by, decision, redact(data, p.sec.Forms[h.NodeID]), now)
 }

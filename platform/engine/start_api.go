@@ -23,6 +23,8 @@ type startPlan struct {
 	input  json.RawMessage
 	a      activationInfo
 	p      *program
+	// test marks the run a test run (LocalStart.Test).
+	test bool
 }
 
 // planStart validates a start of req in sc (the retry of parent when parent
@@ -80,7 +82,7 @@ func (s *Service) commitStart(ctx context.Context, tx *sql.Tx, pl *startPlan, by
 	now := s.timestamp()
 	run := runRow{ID: s.newID(), Tenant: sc.Tenant, Project: sc.Project, Environment: sc.Environment, ActivationID: req.ActivationID,
 		ParentRunID: parentID, CorrelationKey: optional(req.CorrelationKey), BusinessKey: optional(req.BusinessKey),
-		CreatedAt: now, UpdatedAt: now, CreatedBy: by, PublishedVersionID: pl.a.versionID}
+		CreatedAt: now, UpdatedAt: now, CreatedBy: by, PublishedVersionID: pl.a.versionID, Test: pl.test}
 	if err := insertRun(ctx, tx, run); err != nil {
 		return runRow{}, err
 	}
@@ -130,6 +132,10 @@ type LocalStart struct {
 	StringInputs bool
 	// By is the principal recorded as the run's created_by.
 	By string
+	// Test marks the run a test run (step tests and draft test
+	// activations, package platform/steptest): run lists leave it out
+	// unless include_test=true.
+	Test bool
 	// Commit, when set, runs in the transaction that creates the run,
 	// after it: an error undoes the start and is answered as is.
 	Commit func(tx *sql.Tx, run RunInfo) error

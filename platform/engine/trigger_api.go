@@ -32,6 +32,7 @@ func (s *Service) StartActivation(ctx context.Context, st LocalStart) (RunInfo, 
 // running st.Commit in the same transaction.
 func (s *Service) commitLocal(ctx context.Context, pl *startPlan, st LocalStart, workflowID string, version int) (RunInfo, error) {
 	sc := pl.sc
+	pl.test = st.Test
 	var info RunInfo
 	err := s.db.WriteThen(ctx, func(tx *sql.Tx) error {
 		run, err := s.commitStart(ctx, tx, pl, st.By)

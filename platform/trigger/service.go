@@ -131,3 +131,20 @@ func (s *Service) forget(id string) {
 
 // inputs seals and opens schedule inputs with the secret box.
 func (s *Service) inputs() inputs { return inputs{s.box} }
+
+// ErrNoTrigger: the environment has no trigger with that id.
+var ErrNoTrigger = errors.New("trigger: no such trigger in the environment")
+
+// SigningKey answers the HMAC key of trigger id of environment env
+// (enabled or not): a test listen route may reuse a trigger's secret so
+// that the trigger's sender can sign test deliveries unchanged.
+func (s *Service) SigningKey(ctx context.Context, env, id string) ([]byte, error) {
+	t, err := getTrigger(ctx, s.db.Reader(), id)
+	if errors.Is(err, errNotFound) || (err == nil && t.Environment != env) {
+		return nil, ErrNoTrigger
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.key(t)
+}

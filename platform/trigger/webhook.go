@@ -241,3 +241,22 @@ func verify(h http.Header, body []byte, key []byte, now time.Time, tolerance tim
 
 // webhookPath is the delivery path of a trigger.
 func webhookPath(id string) string { return "/webhooks/" + id }
+
+// NewSecret makes a whsec_ signing secret (Standard Webhooks) and answers
+// it with its HMAC key: test listen routes (package platform/steptest)
+// sign with the same scheme as triggers.
+func NewSecret() (string, []byte, error) {
+	secret, err := newSecret()
+	if err != nil {
+		return "", nil, err
+	}
+	key, err := secretKey(secret)
+	return secret, key, err
+}
+
+// Verify checks a delivery's Standard Webhooks headers against key at now
+// within tolerance, as POST /webhooks/{id} does, and answers the
+// webhook-id; a refusal is the same 401 problem.
+func Verify(h http.Header, body, key []byte, now time.Time, tolerance time.Duration) (string, error) {
+	return verify(h, body, key, now, tolerance)
+}

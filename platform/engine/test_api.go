@@ -1,0 +1,91 @@
+package engine
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/agentbridge/bridge/platform/api"
+	"github.com/agentbridge/bridge/platform/auth"
+	"github.com/agentbridge/bridge/platform/kernel"
+)
+
+// This file serves platform/steptest: the in-process controls a step test
+// needs of its run (docs/platform-api.md, "Step tests and test
+// activations"), with the same code as the HTTP routes.
+
+// CancelRun cancels a run of the environment sc with reason, as POST
+// E/runs/{run}/cancel does; an ended run (or one whose deadline has
+// passed) is left as it is.
+func (s *Service) CancelRun(ctx context.Context, sc auth.Scope, runID, reason string) error {
+	return s.db.WriteThen(ctx, func(tx *sql.Tx) error {
+		r, err := s.getRun(ctx, tx, sc.Environment, runID)
+		if err != nil {
+			return err
+		}
+		if r.State.Status.Terminal() {
+			return nil
+		}
+		p, err := s.program(ctx, tx, r.Project, r.PublishedVersionID)
+		if err != nil {
+			return err
+		}
+		if _, err := s.apply(ctx, tx, &r, p, kernel.Event{Kind: kernel.EventCancelRequested, Reason: reason}); err != nil &&
+			!errors.Is(err, kernel.ErrNoChange) {
+			// A run whose deadline passed ends by its due timer (the
+			// loop applies it); there is nothing left to cancel.
+			var ae *api.Error
+			if err := refusal(err); !errors.As(err, &ae) || ae.Code != kernel.CodeRuntimeState {
+				return err
+			}
+		}
+		return nil
+	}, s.notify)
+}
+
+// PendingPerson is a human task of a run waiting for a person.
+type PendingPerson struct {
+	TaskID, NodeID, Instance string
+	Decisions                []string
+}
+
+// PendingPeople answers the open and claimed human tasks of a run, in
+// opening order.
+func (s *Service) PendingPeople(ctx context.Context, env, runID string) ([]PendingPerson, error) {
+	var out []PendingPerson
+	for _, status := range []string{humanOpen, humanClaimed} {
+		rows, err := listHumans(ctx, s.db.Reader(), env, humanFilter{Status: status, RunID: runID}, "", 100)
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range rows {
+			out = append(out, PendingPerson{TaskID: h.ID, NodeID: h.NodeID, Instance: h.Instance, Decisions: h.Decisions})
+		}
+	}
+	return out, nil
+}
+
+// CompleteHuman completes the open human task id of the environment sc
+// with decision (no data) as principal by, as POST
+// E/human-tasks/{id}/complete does.
+func (s *Service) CompleteHuman(ctx context.Context, sc auth.Scope, id, by, decision string) error {
+	return s.db.WriteThen(ctx, func(tx *sql.Tx) error {
+		h, err := getHuman(ctx, tx, sc.Environment, id)
+		if err != nil {
+			return err
+		}
+		if h.Status == humanCompleted || h.Status == humanClosed {
+			return api.Conflict(kernel.CodeRuntimeState, "human task %s is %s", id, h.Status)
+		}
+		// The step test's creator answers for the people the step names.
+		h.Assignees = nil
+		if h.Status == humanClaimed {
+			h.ClaimedBy = by
+		}
+		if _, err := s.completeTask(ctx, tx, h, by, decision, nil, s.timestamp()); err != nil {
+			return fmt.Errorf("engine: complete human task %s: %w", id, err)
+		}
+		return nil
+	}, s.notify)
+}

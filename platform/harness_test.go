@@ -26,6 +26,7 @@ import (
 	"github.com/agentbridge/bridge/daemon"
 	"github.com/agentbridge/bridge/platform"
 	"github.com/agentbridge/bridge/platform/identity"
+	"github.com/agentbridge/bridge/platform/sim"
 )
 
 // testKeys are generated once per test binary: [0] signs for the built-in
@@ -121,6 +122,8 @@ type harness struct {
 	// now is the platform's clock (nil: time.Now); schedule tests drive
 	// it.
 	now func() time.Time
+	// simLimits replace the simulator's limits (nil: the documented ones).
+	simLimits *sim.Limits
 }
 
 type harnessOption func(*harness)
@@ -178,7 +181,7 @@ func (h *harness) start() {
 	cfg := daemon.DefaultConfig()
 	cfg.Listen.BridgePort, cfg.Listen.ServicesPort = 0, h.port
 	factory := func(d daemon.Deps) (daemon.Subsystem, error) {
-		s, err := platform.New(context.Background(), d, platform.Options{SigningKey: testKeys()[0], Now: h.now})
+		s, err := platform.New(context.Background(), d, platform.Options{SigningKey: testKeys()[0], Now: h.now, SimLimits: h.simLimits})
 		h.svc = s
 		return s, err
 	}

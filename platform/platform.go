@@ -42,6 +42,7 @@ import (
 	"github.com/agentbridge/bridge/platform/catalog"
 	"github.com/agentbridge/bridge/platform/engine"
 	"github.com/agentbridge/bridge/platform/identity"
+	"github.com/agentbridge/bridge/platform/sim"
 	"github.com/agentbridge/bridge/platform/steptest"
 	"github.com/agentbridge/bridge/platform/trigger"
 	"github.com/agentbridge/bridge/store"
@@ -54,6 +55,8 @@ type Options struct {
 	SigningKey *rsa.PrivateKey
 	// Now is the clock (time.Now).
 	Now func() time.Time
+	// SimLimits replace the simulator's documented limits (tests).
+	SimLimits *sim.Limits
 }
 
 // IdPPath is where the built-in identity provider is mounted on the
@@ -76,6 +79,7 @@ type Service struct {
 	engine   *engine.Service
 	trigger  *trigger.Service
 	tests    *steptest.Service
+	sim      *sim.Service
 	audit    *identity.AuditLog
 	idp      *auth.IdP
 	verifier *auth.Verifier
@@ -193,6 +197,9 @@ func New(ctx context.Context, d daemon.Deps, o Options) (*Service, error) {
 		return nil, err
 	}
 	s.engine.AddPhase("end expired step tests and test activations", s.tests.Expire)
+	if s.sim, err = sim.New(sim.Options{DB: d.DB, Logger: log, Now: now, Limits: o.SimLimits}); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -281,6 +288,7 @@ func (s *Service) Routes(_, services *httprouter.Router) {
 	s.engine.Register(s.api, services)
 	s.trigger.Register(s.api, services)
 	s.tests.Register(s.api, services)
+	s.sim.Register(s.api, services)
 	if s.idp != nil {
 		h := api.WithPlatformHeaders(http.StripPrefix(IdPPath, s.idp.Handler()))
 		services.Handler(http.MethodGet, IdPPath+"/*path", h)

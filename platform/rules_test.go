@@ -88,6 +88,7 @@ func TestHeadForEveryGet(t *testing.T) {
 	h.must(200, h.putPolicy(op, "read_only", ""), nil)
 	var st steptest.StepTestCreated
 	h.must(200, h.stepTest(op, stepBody(draft, "wait", "pause", nil)), &st)
+	ids["sessions"] = seedDebugSession(h, op)
 	n := 0
 	for _, rt := range h.svc.API().Routes() {
 		if rt.Method != http.MethodGet {

@@ -1,14 +1,12 @@
 package kernel
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/agentbridge/bridge/platform/lang"
+	"github.com/agentbridge/bridge/platform/platformtest"
 )
 
 const referencePath = "../../docs/workflow-language.md"
@@ -21,27 +19,13 @@ type fence struct {
 
 func readFences(tb testing.TB) []fence {
 	tb.Helper()
-	raw, err := os.ReadFile(referencePath)
+	fs, err := platformtest.Fences(referencePath)
 	if err != nil {
 		tb.Fatalf("read reference: %v", err)
 	}
-	var out []fence
-	var cur *fence
-	var body strings.Builder
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		switch {
-		case cur == nil && strings.HasPrefix(line, "```"):
-			cur = &fence{info: strings.TrimSpace(strings.TrimPrefix(line, "```")), line: n}
-			body.Reset()
-		case cur != nil && line == "```":
-			cur.body = body.String()
-			out = append(out, *cur)
-			cur = nil
-		case cur != nil:
-			body.WriteString(line + "\n")
-		}
+	out := make([]fence, len(fs))
+	for i, f := range fs {
+		out[i] = fence{info: f.Info, line: f.Line, body: f.Body}
 	}
 	return out
 }

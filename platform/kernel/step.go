@@ -43,7 +43,11 @@ const (
 // randomness or I/O, and the same program, state and event always give the
 // same state bytes and effects. An event that does not fit the state is
 // refused with an *Error and the state is returned unchanged.
-func Step(p *Program, s State, e Event) (_ State, _ []Effect, err error) {
+func Step(p *Program, s State, e Event) (State, []Effect, error) {
+	return step(p, s, e, nil)
+}
+
+func step(p *Program, s State, e Event, pause Pause) (_ State, _ []Effect, err error) {
 	if p == nil {
 		return s, nil, errors.New("kernel: nil program")
 	}
@@ -55,7 +59,7 @@ func Step(p *Program, s State, e Event) (_ State, _ []Effect, err error) {
 			err = refuseWrap(CodeRuntimeState, ErrCorruptState, "internal error: %v", r)
 		}
 	}()
-	m := &machine{p: p, ev: &e}
+	m := &machine{p: p, ev: &e, pause: pause}
 	if err := m.step(&s); err != nil {
 		return s, nil, err
 	}
@@ -72,6 +76,7 @@ type machine struct {
 	reductions int
 	cache      valueCache
 	before     Status
+	pause      Pause
 }
 
 func (m *machine) step(s *State) error {
@@ -336,8 +341,12 @@ func (m *machine) reduce() {
 			return
 		}
 		id := m.st.Ready[0]
-		m.st.Ready = m.st.Ready[1:]
 		tok := m.st.Tokens[id]
+		if tok != nil && tok.Phase == PhaseEnter && m.pause != nil && m.pause(tok.Node) {
+			m.emit(Effect{Kind: EffectContinue})
+			return
+		}
+		m.st.Ready = m.st.Ready[1:]
 		if tok == nil {
 			continue
 		}

@@ -1,0 +1,45 @@
+package sim
+
+import "fmt"
+
+// Problem codes of the simulator (docs/platform-api.md, "Debug sessions").
+const (
+	CodeRequest      = "PF-DEBUG-REQUEST"
+	CodeCommand      = "PF-DEBUG-COMMAND"
+	CodeMissingMock  = "PF-DEBUG-MISSING_MOCK"
+	CodeMockKey      = "PF-DEBUG-MOCK-KEY"
+	CodeMockOutput   = "PF-DEBUG-MOCK-OUTPUT"
+	CodeSignal       = "PF-DEBUG-SIGNAL"
+	CodeHumanTask    = "PF-DEBUG-HUMAN-TASK"
+	CodeState        = "PF-DEBUG-STATE"
+	CodeBreakpoint   = "PF-DEBUG-BREAKPOINT"
+	CodeTime         = "PF-DEBUG-TIME"
+	CodeLimit        = "PF-DEBUG-LIMIT"
+	CodeRevision     = "PF-DEBUG-REVISION"
+	CodeExpired      = "PF-DEBUG-EXPIRED"
+	CodeCapacity     = "PF-OPERATION-CAPACITY"
+	CodeSecretValue  = "PF-SCHEMA-SECRET_VALUE"
+	CodeNotFound     = "PF-NOT-FOUND"
+	CodeStudioFull   = "PF-STUDIO-SESSIONS-FULL"
+	CodeStudioBusy   = "PF-STUDIO-BUSY"
+	CodeStudioReq    = "PF-STUDIO-REQUEST"
+	CodeStudioCat    = "PF-STUDIO-CATALOG"
+	CodeStudioCatCfl = "PF-STUDIO-CATALOG-CONFLICT"
+	CodeDocSize      = "PF-STUDIO-DOCUMENT-SIZE"
+	CodeDocTestData  = "PF-STUDIO-TESTDATA-INVALID"
+)
+
+// Error is a coded refusal of the simulator; the HTTP surfaces map Code to
+// a status (session_http.go, studio_http.go). Path is a JSON Pointer into
+// the request body when one field is at fault.
+type Error struct {
+	Code    string
+	Message string
+	Path    string
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+func refuse(code, path, format string, args ...any) *Error {
+	return &Error{Code: code, Path: path, Message: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,15 @@
+package sim
+
+import (
+	"embed"
+
+	"github.com/agentbridge/bridge/store"
+)
+
+//go:embed migrations/*.sql
+var migrationsFS embed.FS
+
+// Migrations are the simulator's schema revisions (0030_debug_sessions,
+// ...). The platform owns versions 1 to 99; platform.Migrations includes
+// these.
+func Migrations() []store.Migration { return store.MustLoad(migrationsFS, "migrations") }

@@ -47,6 +47,9 @@ type Config struct {
 	StallTimeout config.Duration `yaml:"stall-timeout" env:"BRIDGE_STALL_TIMEOUT"`
 	// Heartbeat is the interval of SSE comment heartbeats (at most 15s).
 	Heartbeat config.Duration `yaml:"heartbeat" env:"BRIDGE_SSE_HEARTBEAT"`
+	// IdempotencyRetention is how long an Idempotency-Key's stored answer to
+	// a job or message is replayed (docs/bridge-api.md, "Retention").
+	IdempotencyRetention config.Duration `yaml:"idempotency-retention" env:"BRIDGE_IDEMPOTENCY_RETENTION"`
 	// Profiles name agent configurations; "default" always exists.
 	Profiles map[string]Profile `yaml:"profiles" env:"-"`
 }
@@ -77,6 +80,8 @@ func DefaultConfig() Config {
 		InactivityTimeout: config.Duration(5 * time.Minute),
 		StallTimeout:      config.Duration(provider.DefaultStallTimeout),
 		Heartbeat:         config.Duration(15 * time.Second),
+
+		IdempotencyRetention: config.Duration(DefaultIdempotencyRetention),
 	}
 }
 
@@ -93,6 +98,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("bridge.stall-timeout must be at least 100ms")
 	case c.Heartbeat.D() < 10*time.Millisecond || c.Heartbeat.D() > 15*time.Second:
 		return fmt.Errorf("bridge.heartbeat must be between 10ms and 15s")
+	case c.IdempotencyRetention.D() < MinIdempotencyRetention || c.IdempotencyRetention.D() > MaxIdempotencyRetention:
+		return fmt.Errorf("bridge.idempotency-retention %s is outside 1h..8760h", c.IdempotencyRetention.D())
 	}
 	for name, p := range c.Profiles {
 		if !clientIDPattern.MatchString(name) {
@@ -309,7 +316,11 @@ func (s *Service) Start(ctx context.Context) error {
 		return err
 	}
 	revoked := s.revokedCount(ctx)
-	s.wg.Add(3)
+	s.wg.Add(4)
+	go func() {
+		defer s.wg.Done()
+		s.pruneLoop(ctx, pruneInterval)
+	}()
 	go func() {
 		defer s.wg.Done()
 		s.sched.loop(ctx)

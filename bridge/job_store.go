@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentbridge/bridge/bridge/provider"
+	"github.com/agentbridge/bridge/store"
 )
 
 const jobColumns = `seq, id, client_id, profile, provider, source, state, prompt, work_dir, metadata, attempt,
@@ -167,8 +168,10 @@ func (s *Service) replay(tx *sql.Tx, p Principal, k *idem) (*stored, error) {
 	}
 	var hash, resp []byte
 	var status int
-	err := tx.QueryRow(`SELECT body_hash, status, response FROM bridge_idempotency WHERE client_id = ? AND scope = ? AND key = ?`,
-		p.Client, k.scope, k.key).Scan(&hash, &status, &resp)
+	// A record older than bridge.idempotency-retention is expired even
+	// before the prune deletes it (idempotency_retention.go).
+	err := tx.QueryRow(`SELECT body_hash, status, response FROM bridge_idempotency WHERE client_id = ? AND scope = ? AND key = ? AND created_at >= ?`,
+		p.Client, k.scope, k.key, nowString(s.idemCutoff())).Scan(&hash, &status, &resp)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -177,6 +180,9 @@ func (s *Service) replay(tx *sql.Tx, p Principal, k *idem) (*stored, error) {
 	}
 	if string(hash) != string(k.body[:]) && string(hash) != string(k.raw[:]) {
 		return nil, errf(CodeIdempotencyConflict, "Idempotency-Key was already used with a different body")
+	}
+	if resp, err = store.Unpack(resp); err != nil {
+		return nil, err
 	}
 	return &stored{status: status, body: resp}, nil
 }
@@ -189,8 +195,12 @@ func (s *Service) remember(tx *sql.Tx, p Principal, k *idem, status int, v any) 
 	if err != nil {
 		return err
 	}
-	_, err = tx.Exec(`INSERT INTO bridge_idempotency(client_id, scope, key, body_hash, status, response, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		p.Client, k.scope, k.key, k.body[:], status, body, nowString(s.now()))
+	// The response is stored packed (store.Pack); ON CONFLICT replaces an
+	// expired record under the same key.
+	_, err = tx.Exec(`INSERT INTO bridge_idempotency(client_id, scope, key, body_hash, status, response, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (client_id, scope, key) DO UPDATE SET body_hash = excluded.body_hash, status = excluded.status,
+			response = excluded.response, created_at = excluded.created_at`,
+		p.Client, k.scope, k.key, k.body[:], status, store.Pack(body), nowString(s.now()))
 	return err
 }
 

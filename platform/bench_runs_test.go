@@ -93,6 +93,7 @@ func BenchmarkDurableThreeStepRuns(b *testing.B) {
 	before := countEnded(h)
 	var events0 int
 	_ = h.d.DB.Reader().QueryRow(`SELECT count(*) FROM platform_run_events`).Scan(&events0)
+	sizes0 := tableBytes(b, h)
 
 	b.ResetTimer()
 	start := time.Now()
@@ -125,6 +126,7 @@ func BenchmarkDurableThreeStepRuns(b *testing.B) {
 	_ = h.d.DB.Reader().QueryRow(`SELECT count(*) FROM platform_run_events`).Scan(&events)
 	b.ReportMetric(float64(b.N)/el.Seconds(), "runs/s")
 	b.ReportMetric(float64(events-events0)/el.Seconds(), "transitions/s")
+	b.ReportMetric(bytesPerRun(b, sizes0, tableBytes(b, h)), "B/run")
 }
 
 // BenchmarkSignalToNextStep measures, per signal, the time from sending

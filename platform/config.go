@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/bridge/config"
+	"github.com/agentbridge/bridge/platform/api"
 	"github.com/agentbridge/bridge/platform/identity"
 )
 
@@ -133,7 +134,7 @@ func DefaultConfig() Config {
 			Embedded: EmbeddedConfig{Enabled: true, Audience: "agent-bridge-platform", ClientID: "bridge-cli",
 				TokenTTL: config.Duration(time.Hour)},
 		},
-		API:   APIConfig{MaxBodyBytes: 1 << 20, IdempotencyRetention: config.Duration(7 * 24 * time.Hour)},
+		API:   APIConfig{MaxBodyBytes: 1 << 20, IdempotencyRetention: config.Duration(api.DefaultIdempotencyRetention)},
 		Audit: AuditConfig{Retention: config.Duration(30 * 24 * time.Hour)},
 	}
 }

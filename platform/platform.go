@@ -175,7 +175,7 @@ func New(ctx context.Context, d daemon.Deps, o Options) (*Service, error) {
 	})
 	s.api = api.New(api.Options{
 		DB: d.DB, Authenticator: s.identity, Auditor: s.audit, Cursors: httpx.NewCursors(ck), Logger: log,
-		MaxBodyBytes: cfg.API.MaxBodyBytes, Now: now,
+		MaxBodyBytes: cfg.API.MaxBodyBytes, Now: now, IdempotencyRetention: cfg.API.IdempotencyRetention.D(),
 	})
 	if s.catalog, err = catalog.New(catalog.Options{DB: d.DB, Logger: log, Now: now}); err != nil {
 		return nil, err

@@ -37,7 +37,15 @@ type Options struct {
 	MaxBodyBytes int64
 	// Now is the clock (time.Now).
 	Now func() time.Time
+	// IdempotencyRetention is how long a committed result is replayed; an
+	// older record counts as absent even before pruning deletes it
+	// (docs/platform-api.md, "Idempotency"). Zero: DefaultIdempotencyRetention.
+	IdempotencyRetention time.Duration
 }
+
+// DefaultIdempotencyRetention is how long results stay replayable unless
+// configured otherwise: Stripe's 24 hours.
+const DefaultIdempotencyRetention = 24 * time.Hour
 
 // API registers platform routes with the shared rules applied: request id
 // and wire version headers, authentication, declared capability checks
@@ -62,6 +70,9 @@ func New(o Options) *API {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.IdempotencyRetention <= 0 {
+		o.IdempotencyRetention = DefaultIdempotencyRetention
 	}
 	return &API{opts: o, log: o.Logger}
 }

@@ -88,7 +88,8 @@ type env struct {
 	logs *bytes.Buffer
 }
 
-func newEnv(t testing.TB) *env {
+// newEnv starts the test API; mods adjust its options (clock, retention).
+func newEnv(t testing.TB, mods ...func(*api.Options)) *env {
 	t.Helper()
 	migs := append(platform.Migrations(), store.Migration{Version: 900, Name: "0900_things",
 		SQL: `CREATE TABLE things (id INTEGER PRIMARY KEY AUTOINCREMENT, tenant TEXT NOT NULL, name TEXT NOT NULL)`})
@@ -98,8 +99,12 @@ func newEnv(t testing.TB) *env {
 	}
 	t.Cleanup(func() { db.Close() })
 	e := &env{db: db, rec: &recorder{}, logs: &bytes.Buffer{}}
-	e.a = api.New(api.Options{DB: db, Authenticator: fakeAuth{}, Auditor: e.rec, Cursors: httpx.NewCursors([]byte("0123456789abcdef0123456789abcdef")),
-		Logger: slog.New(slog.NewTextHandler(e.logs, nil)), MaxBodyBytes: 4096})
+	opts := api.Options{DB: db, Authenticator: fakeAuth{}, Auditor: e.rec, Cursors: httpx.NewCursors([]byte("0123456789abcdef0123456789abcdef")),
+		Logger: slog.New(slog.NewTextHandler(e.logs, nil)), MaxBodyBytes: 4096}
+	for _, m := range mods {
+		m(&opts)
+	}
+	e.a = api.New(opts)
 	r := httprouter.New()
 	e.a.Handle(r, api.Route{Method: "POST", Path: "/tenants/{tenant}/things", Capability: auth.CapDefinitionPublish,
 		Idempotency: api.PolicyRequired, Status: 201, Request: struct {

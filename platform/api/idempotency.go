@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/agentbridge/bridge/store"
 )
 
 // MaxIdempotencyKeyLen is the longest Idempotency-Key accepted (spec 2,
@@ -94,14 +96,17 @@ func (c *Call) Commit(write WriteFunc, after func()) error {
 	principal := c.Caller.Principal.ID
 	scope := c.R.Method + " " + fill(c.route.CanonicalPath(), c.Params)
 
-	if rec, err := lookupIdempotency(ctx, c.api.opts.DB.Reader(), principal, scope, c.idemKey); err != nil {
+	// A record older than the retention is expired even while it waits for
+	// the hourly prune: the change runs again and replaces it.
+	cutoff := c.api.opts.Now().Add(-c.api.opts.IdempotencyRetention).UnixMilli()
+	if rec, err := lookupIdempotency(ctx, c.api.opts.DB.Reader(), principal, scope, c.idemKey, cutoff); err != nil {
 		return err
 	} else if rec != nil {
 		return c.replay(rec, hash)
 	}
 	var stored, found *idemRecord
 	err = db.WriteThen(ctx, func(tx *sql.Tx) error {
-		rec, err := lookupIdempotency(ctx, tx, principal, scope, c.idemKey)
+		rec, err := lookupIdempotency(ctx, tx, principal, scope, c.idemKey, cutoff)
 		if err != nil || rec != nil {
 			found = rec
 			return err
@@ -116,8 +121,13 @@ func (c *Call) Commit(write WriteFunc, after func()) error {
 		}
 		rec = &idemRecord{hash: hash, status: res.status(c.route), body: data, headers: res.headers()}
 		hdr, _ := json.Marshal(rec.headers)
+		// The body is stored packed (store.Pack); ON CONFLICT replaces an
+		// expired record under the same key.
 		if _, err := tx.ExecContext(ctx, `INSERT INTO platform_idempotency(principal_id, scope, key, request_hash, status, body, headers, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, principal, scope, c.idemKey, hash, rec.status, data, string(hdr), c.api.opts.Now().UnixMilli()); err != nil {
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (principal_id, scope, key) DO UPDATE SET request_hash = excluded.request_hash, status = excluded.status,
+				body = excluded.body, headers = excluded.headers, created_at = excluded.created_at`,
+			principal, scope, c.idemKey, hash, rec.status, store.Pack(data), string(hdr), c.api.opts.Now().UnixMilli()); err != nil {
 			return fmt.Errorf("api: store idempotency record: %w", err)
 		}
 		stored = rec
@@ -153,15 +163,21 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-func lookupIdempotency(ctx context.Context, q querier, principal, scope, key string) (*idemRecord, error) {
+// lookupIdempotency reads the record under key committed at or after
+// cutoff (Unix milliseconds), or nil.
+func lookupIdempotency(ctx context.Context, q querier, principal, scope, key string, cutoff int64) (*idemRecord, error) {
 	var rec idemRecord
 	var hdr string
+	var body []byte
 	err := q.QueryRowContext(ctx, `SELECT request_hash, status, body, headers FROM platform_idempotency
-		WHERE principal_id = ? AND scope = ? AND key = ?`, principal, scope, key).Scan(&rec.hash, &rec.status, &rec.body, &hdr)
+		WHERE principal_id = ? AND scope = ? AND key = ? AND created_at >= ?`, principal, scope, key, cutoff).Scan(&rec.hash, &rec.status, &body, &hdr)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
 	if err != nil {
+		return nil, fmt.Errorf("api: read idempotency record: %w", err)
+	}
+	if rec.body, err = store.Unpack(body); err != nil {
 		return nil, fmt.Errorf("api: read idempotency record: %w", err)
 	}
 	if err := json.Unmarshal([]byte(hdr), &rec.headers); err != nil {

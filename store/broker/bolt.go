@@ -49,6 +49,9 @@ type BoltOptions struct {
 	// acknowledged (see Bolt), so consumers do not lose messages to it.
 	RetentionMaxAge      time.Duration
 	RetentionMaxMessages int64
+	// RetentionMaxBytes bounds the stored bytes (keys, headers and values) of
+	// each topic, under the same rule; negative disables it. Default 512 MiB.
+	RetentionMaxBytes int64
 	// RetentionInterval is how often retention runs in the background. Default 1m.
 	RetentionInterval time.Duration
 
@@ -78,10 +81,13 @@ func (o BoltOptions) withDefaults() BoltOptions {
 		o.CommitInterval = 100 * time.Millisecond
 	}
 	if o.RetentionMaxAge == 0 {
-		o.RetentionMaxAge = 7 * 24 * time.Hour
+		o.RetentionMaxAge = DefaultRetentionMaxAge
 	}
 	if o.RetentionMaxMessages == 0 {
-		o.RetentionMaxMessages = 1_000_000
+		o.RetentionMaxMessages = DefaultRetentionMaxMessages
+	}
+	if o.RetentionMaxBytes == 0 {
+		o.RetentionMaxBytes = DefaultRetentionMaxBytes
 	}
 	if o.RetentionInterval <= 0 {
 		o.RetentionInterval = time.Minute

@@ -8,6 +8,13 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
+// Default retention of each topic of the bbolt broker (docs/retention.md).
+const (
+	DefaultRetentionMaxAge      = 7 * 24 * time.Hour
+	DefaultRetentionMaxMessages = 1_000_000
+	DefaultRetentionMaxBytes    = 512 << 20
+)
+
 // trimChunk bounds the deletes in one write transaction so retention never
 // holds the writer (and so publishers) for long.
 const trimChunk = 5_000
@@ -15,7 +22,7 @@ const trimChunk = 5_000
 // retentionLoop applies retention every RetentionInterval.
 func (b *Bolt) retentionLoop() {
 	defer b.bg.Done()
-	if b.opts.RetentionMaxAge < 0 && b.opts.RetentionMaxMessages < 0 {
+	if b.opts.RetentionMaxAge < 0 && b.opts.RetentionMaxMessages < 0 && b.opts.RetentionMaxBytes < 0 {
 		<-b.closing
 		return
 	}
@@ -57,9 +64,16 @@ func (b *Bolt) trim() error {
 // trimTopic deletes, oldest first, messages beyond the count limit or older
 // than the age limit, stopping at the first message some group still needs.
 func (b *Bolt) trimTopic(ts *topicState) error {
-	countLimit := int64(math.MinInt64) // offsets below it exceed RetentionMaxMessages
+	countLimit := int64(math.MinInt64) // offsets below it exceed RetentionMaxMessages or RetentionMaxBytes
 	if b.opts.RetentionMaxMessages >= 0 {
 		countLimit = ts.end.Load() - b.opts.RetentionMaxMessages
+	}
+	if b.opts.RetentionMaxBytes >= 0 {
+		sizeLimit, err := b.sizeLimit(ts.name, countLimit)
+		if err != nil {
+			return err
+		}
+		countLimit = max(countLimit, sizeLimit)
 	}
 	var cutoff time.Time // messages older than it exceed RetentionMaxAge
 	ageLimited := b.opts.RetentionMaxAge >= 0
@@ -109,6 +123,37 @@ func (b *Bolt) trimTopic(ts *topicState) error {
 			return nil
 		}
 	}
+}
+
+// sizeLimit is the lowest offset of topic whose message, with every newer
+// one, fits in RetentionMaxBytes: older offsets exceed the size bound. The
+// scan walks back from the newest message and stops at floor (offsets below
+// it go anyway), so it reads at most what the other bounds retain.
+func (b *Bolt) sizeLimit(topic string, floor int64) (int64, error) {
+	limit := int64(math.MinInt64)
+	err := b.db.View(func(tx *bolt.Tx) error {
+		tb := topicBucket(tx, topic)
+		if tb == nil {
+			return nil
+		}
+		var total int64
+		c := tb.Cursor()
+		for k, v := c.Last(); k != nil; k, v = c.Prev() {
+			off, ok := decodeOffset(k)
+			if !ok {
+				return fmt.Errorf("%w: key of %d bytes", ErrCorrupt, len(k))
+			}
+			if off < floor {
+				return nil
+			}
+			if total += int64(len(k) + len(v)); total > b.opts.RetentionMaxBytes {
+				limit = off + 1
+				return nil
+			}
+		}
+		return nil
+	})
+	return limit, err
 }
 
 // consumedFloor is the lowest committed offset of any in-memory cursor on the

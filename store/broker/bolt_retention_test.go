@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/matryer/is"
+	bolt "go.etcd.io/bbolt"
 )
 
 // fakeClock is a settable BoltOptions.Now.
@@ -179,4 +180,37 @@ func TestBoltRetentionRunsInBackground(t *testing.T) {
 		first, _ := retained(t, b, "bg")
 		return first == 8
 	})
+}
+
+func TestBoltRetentionBySize(t *testing.T) {
+	is := is.New(t)
+	opts := retentionOptions(-1, -1)
+	// Records are the same size (an 8-byte key, "m15".."m19" plus the
+	// codec's header), measured from the newest.
+	b := newBoltEnv(t, opts).open()
+	publishN(t, b, "size", 0, 20)
+	var per int64
+	is.NoErr(b.db.View(func(tx *bolt.Tx) error {
+		k, v := topicBucket(tx, "size").Cursor().Last()
+		per = int64(len(k) + len(v))
+		return nil
+	}))
+	b.opts.RetentionMaxBytes = 5*per + per/2 // room for five and a half of the newest
+	is.NoErr(b.trim())
+	first, n := retained(t, b, "size")
+	is.Equal(first, int64(15))
+	is.Equal(n, 5)
+	// The message bound still applies when it is the stricter one.
+	b.opts.RetentionMaxMessages = 2
+	is.NoErr(b.trim())
+	first, n = retained(t, b, "size")
+	is.Equal(first, int64(18))
+	is.Equal(n, 2)
+	// A topic that fits is left alone.
+	b.opts.RetentionMaxMessages, b.opts.RetentionMaxBytes = -1, 1<<20
+	publishN(t, b, "size", 20, 30)
+	is.NoErr(b.trim())
+	first, n = retained(t, b, "size")
+	is.Equal(first, int64(18))
+	is.Equal(n, 12)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentbridge/bridge/config"
 	"github.com/agentbridge/bridge/httpx"
+	"github.com/agentbridge/bridge/store/broker"
 )
 
 // Config is the daemon's own part of config.yaml: where it listens, how it
@@ -42,9 +43,18 @@ type Log struct {
 	Format string `yaml:"format" env:"BRIDGE_LOG_FORMAT"`
 }
 
-// Events sizes the bridge's event ring.
+// Events sizes what events.bolt keeps: the bridge's event ring and the
+// broker's topics, and when the file is compacted (docs/retention.md).
 type Events struct {
 	Capacity int `yaml:"capacity" env:"BRIDGE_EVENTS_CAPACITY"`
+	// BrokerMaxAge, BrokerMaxMessages and BrokerMaxMiB bound each broker
+	// topic; acknowledged messages beyond any of them are deleted.
+	BrokerMaxAge      config.Duration `yaml:"broker-max-age" env:"BRIDGE_EVENTS_BROKER_MAX_AGE"`
+	BrokerMaxMessages int64           `yaml:"broker-max-messages" env:"BRIDGE_EVENTS_BROKER_MAX_MESSAGES"`
+	BrokerMaxMiB      int64           `yaml:"broker-max-mib" env:"BRIDGE_EVENTS_BROKER_MAX_MIB"`
+	// CompactMinFreeMiB: serve compacts events.bolt at start when this many
+	// MiB (and a quarter of the file) are free; 0 never compacts.
+	CompactMinFreeMiB int64 `yaml:"compact-min-free-mib" env:"BRIDGE_EVENTS_COMPACT_MIN_FREE_MIB"`
 }
 
 // Default ports of the two listeners.
@@ -61,8 +71,12 @@ func DefaultConfig() Config {
 			ServicesHost: "127.0.0.1", ServicesPort: DefaultServicesPort,
 			BodyReadTimeout: config.Duration(30 * time.Second),
 		},
-		Log:    Log{Level: "info", Format: "text"},
-		Events: Events{Capacity: 100_000},
+		Log: Log{Level: "info", Format: "text"},
+		Events: Events{
+			Capacity:     100_000,
+			BrokerMaxAge: config.Duration(broker.DefaultRetentionMaxAge), BrokerMaxMessages: broker.DefaultRetentionMaxMessages,
+			BrokerMaxMiB: broker.DefaultRetentionMaxBytes >> 20, CompactMinFreeMiB: 64,
+		},
 	}
 }
 
@@ -98,6 +112,21 @@ func (c *Config) Validate() error {
 	}
 	if c.Events.Capacity < 100 || c.Events.Capacity > 100_000_000 {
 		return fmt.Errorf("events.capacity %d is outside 100..100000000", c.Events.Capacity)
+	}
+	return c.Events.validateRetention()
+}
+
+// validateRetention checks the broker's bounds and the compaction threshold.
+func (e Events) validateRetention() error {
+	switch {
+	case e.BrokerMaxAge.D() < time.Minute || e.BrokerMaxAge.D() > 8760*time.Hour:
+		return fmt.Errorf("events.broker-max-age %s is outside 1m..8760h", e.BrokerMaxAge.D())
+	case e.BrokerMaxMessages < 1000 || e.BrokerMaxMessages > 1_000_000_000:
+		return fmt.Errorf("events.broker-max-messages %d is outside 1000..1000000000", e.BrokerMaxMessages)
+	case e.BrokerMaxMiB < 1 || e.BrokerMaxMiB > 1<<20:
+		return fmt.Errorf("events.broker-max-mib %d is outside 1..1048576", e.BrokerMaxMiB)
+	case e.CompactMinFreeMiB < 0 || e.CompactMinFreeMiB > 1<<20:
+		return fmt.Errorf("events.compact-min-free-mib %d is outside 0..1048576", e.CompactMinFreeMiB)
 	}
 	return nil
 }

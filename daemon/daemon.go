@@ -140,13 +140,13 @@ func Start(ctx context.Context, opts Options) (_ *Daemon, err error) {
 		// is also the file size, so it grows as needed there.
 		boltOpts.InitialMmapSize = 1 << 30
 	}
-	d.Bolt, err = bolt.Open(filepath.Join(dir, EventsFile), 0o600, boltOpts)
+	d.Bolt, err = d.openEvents(ctx, boltOpts)
 	if err != nil {
-		return nil, boltOpenError(dir, err)
+		return nil, err
 	}
 	closers = append(closers, d.Bolt.Close)
 
-	d.Broker, err = openBroker(ctx, d.Bolt)
+	d.Broker, err = openBroker(ctx, d.Bolt, brokerRetention(opts.Config.Events))
 	if err != nil {
 		return nil, err
 	}
@@ -349,7 +349,7 @@ const MaxBrokerMessage = 2 << 20
 
 // openBroker returns the durable in-process broker, or Kafka when
 // PLATFORM_KAFKA_BOOTSTRAP_SERVERS names a cluster.
-func openBroker(ctx context.Context, db *bolt.DB) (broker.Broker, error) {
+func openBroker(ctx context.Context, db *bolt.DB, retention broker.BoltOptions) (broker.Broker, error) {
 	if servers := broker.ParseBootstrapServers(os.Getenv("PLATFORM_KAFKA_BOOTSTRAP_SERVERS")); len(servers) > 0 {
 		k, err := broker.NewKafka(ctx, broker.KafkaOptions{Brokers: servers})
 		if err != nil {
@@ -357,7 +357,8 @@ func openBroker(ctx context.Context, db *bolt.DB) (broker.Broker, error) {
 		}
 		return k, nil
 	}
-	b, err := broker.NewBolt(db, broker.BoltOptions{MaxMessageBytes: MaxBrokerMessage})
+	retention.MaxMessageBytes = MaxBrokerMessage
+	b, err := broker.NewBolt(db, retention)
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}

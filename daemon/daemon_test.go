@@ -19,6 +19,7 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/agentbridge/bridge/config"
 	"github.com/agentbridge/bridge/daemon"
 )
 
@@ -306,6 +307,21 @@ func TestConfigValidate(t *testing.T) {
 		{"bad format", func(c *daemon.Config) { c.Log.Format = "xml" }, false},
 		{"capacity 99", func(c *daemon.Config) { c.Events.Capacity = 99 }, false},
 		{"capacity 100", func(c *daemon.Config) { c.Events.Capacity = 100 }, true},
+		{"broker age 59s", func(c *daemon.Config) { c.Events.BrokerMaxAge = config.Duration(59 * time.Second) }, false},
+		{"broker age 1m", func(c *daemon.Config) { c.Events.BrokerMaxAge = config.Duration(time.Minute) }, true},
+		{"broker age 8760h", func(c *daemon.Config) { c.Events.BrokerMaxAge = config.Duration(8760 * time.Hour) }, true},
+		{"broker age 8761h", func(c *daemon.Config) { c.Events.BrokerMaxAge = config.Duration(8761 * time.Hour) }, false},
+		{"broker messages 999", func(c *daemon.Config) { c.Events.BrokerMaxMessages = 999 }, false},
+		{"broker messages 1000", func(c *daemon.Config) { c.Events.BrokerMaxMessages = 1000 }, true},
+		{"broker messages 1e9", func(c *daemon.Config) { c.Events.BrokerMaxMessages = 1_000_000_000 }, true},
+		{"broker messages 1e9+1", func(c *daemon.Config) { c.Events.BrokerMaxMessages = 1_000_000_001 }, false},
+		{"broker mib 0", func(c *daemon.Config) { c.Events.BrokerMaxMiB = 0 }, false},
+		{"broker mib 1", func(c *daemon.Config) { c.Events.BrokerMaxMiB = 1 }, true},
+		{"broker mib 1048576", func(c *daemon.Config) { c.Events.BrokerMaxMiB = 1 << 20 }, true},
+		{"broker mib 1048577", func(c *daemon.Config) { c.Events.BrokerMaxMiB = 1<<20 + 1 }, false},
+		{"compact off", func(c *daemon.Config) { c.Events.CompactMinFreeMiB = 0 }, true},
+		{"compact -1", func(c *daemon.Config) { c.Events.CompactMinFreeMiB = -1 }, false},
+		{"compact 1048577", func(c *daemon.Config) { c.Events.CompactMinFreeMiB = 1<<20 + 1 }, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

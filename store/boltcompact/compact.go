@@ -25,7 +25,7 @@ const Suffix = ".compact"
 // Options decide whether File compacts.
 type Options struct {
 	// MinFreeBytes: compact only when at least this many bytes of the file
-	// are free pages (or beyond the last page). Zero or less never compacts.
+	// are free pages. Zero or less never compacts.
 	MinFreeBytes int64
 	// MinFreeFraction: and when at least this fraction of the file is free.
 	// Default 0.25.
@@ -80,7 +80,7 @@ func File(ctx context.Context, path string, opts Options) (Result, error) {
 		return res, fmt.Errorf("compact %s: open: %w", path, err)
 	}
 	defer src.Close()
-	res.Free = freeBytes(src, res.Before)
+	res.Free = freeBytes(src)
 	if res.Free < opts.MinFreeBytes || float64(res.Free) < opts.MinFreeFraction*float64(res.Before) {
 		return res, nil
 	}
@@ -114,17 +114,12 @@ func File(ctx context.Context, path string, opts Options) (Result, error) {
 	return res, nil
 }
 
-// freeBytes estimates what compaction would give back: the free and pending
-// pages plus the file beyond the last allocated page.
-func freeBytes(db *bolt.DB, size int64) int64 {
-	var used int64
-	_ = db.View(func(tx *bolt.Tx) error {
-		used = tx.Size() // the allocated pages, free ones included
-		return nil
-	})
-	free := max(size-used, 0)
-	s := db.Stats()
-	return free + int64(s.FreeAlloc)
+// freeBytes is what compaction would give back: the free and pending pages.
+// The file's tail beyond the last page is bbolt's allocation slack, which a
+// new file has too, so it does not count.
+func freeBytes(db *bolt.DB) int64 {
+	s := db.Stats() // FreeAlloc is only computed by write transactions
+	return int64(s.FreePageN+s.PendingPageN) * int64(db.Info().PageSize)
 }
 
 // copyLive writes src's live data into a new file at tmp and syncs it.

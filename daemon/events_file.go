@@ -1,0 +1,51 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/agentbridge/bridge/store/boltcompact"
+	"github.com/agentbridge/bridge/store/broker"
+)
+
+// openEvents compacts events.bolt when enough of it is free
+// (events.compact-min-free-mib, docs/retention.md) and opens it. bbolt
+// reuses the pages retention frees but never shortens its file; copying
+// the live data into a new file is the only way to give the space back,
+// and it can only happen while nothing has the file open.
+func (d *Daemon) openEvents(ctx context.Context, opts *bolt.Options) (*bolt.DB, error) {
+	path := filepath.Join(d.opts.DataDir, EventsFile)
+	start := time.Now()
+	res, err := boltcompact.File(ctx, path, boltcompact.Options{
+		MinFreeBytes: d.opts.Config.Events.CompactMinFreeMiB << 20,
+		Timeout:      opts.Timeout,
+	})
+	switch {
+	case errors.Is(err, bolt.ErrTimeout):
+		// Another daemon holds the file; opening it says so.
+	case err != nil:
+		// The file is intact (compaction replaces it only when the copy is
+		// complete); opening it reports a held lock or corruption properly.
+		d.log.Warn("events.bolt: compaction failed; continuing with the file as it is", "err", err)
+	case res.Compacted:
+		d.log.Info("events.bolt: compacted", "bytes_before", res.Before, "bytes_after", res.After, "took", time.Since(start).Round(time.Millisecond))
+	}
+	db, err := boltcompact.Open(path, 0o600, opts)
+	if err != nil {
+		return nil, boltOpenError(d.opts.DataDir, err)
+	}
+	return db, nil
+}
+
+// brokerRetention turns the events section into the broker's bounds.
+func brokerRetention(e Events) broker.BoltOptions {
+	return broker.BoltOptions{
+		RetentionMaxAge:      e.BrokerMaxAge.D(),
+		RetentionMaxMessages: e.BrokerMaxMessages,
+		RetentionMaxBytes:    e.BrokerMaxMiB << 20,
+	}
+}

@@ -23,6 +23,7 @@ type Config struct {
 	Docs     DocsConfig
 	API      APIConfig
 	Audit    AuditConfig
+	Files    FilesConfig
 }
 
 // IdentityConfig is platform.identity: the built-in identity provider, the
@@ -136,6 +137,7 @@ func DefaultConfig() Config {
 		},
 		API:   APIConfig{MaxBodyBytes: 1 << 20, IdempotencyRetention: config.Duration(api.DefaultIdempotencyRetention)},
 		Audit: AuditConfig{Retention: config.Duration(30 * 24 * time.Hour)},
+		Files: defaultFilesConfig(),
 	}
 }
 
@@ -145,7 +147,7 @@ func LoadConfig(f *config.File) (Config, error) {
 	for _, sec := range []struct {
 		name string
 		out  any
-	}{{"platform.identity", &c.Identity}, {"platform.docs", &c.Docs}, {"platform.api", &c.API}, {"platform.audit", &c.Audit}} {
+	}{{"platform.identity", &c.Identity}, {"platform.docs", &c.Docs}, {"platform.api", &c.API}, {"platform.audit", &c.Audit}, {"platform.files", &c.Files}} {
 		if err := f.Decode(sec.name, sec.out); err != nil {
 			return c, err
 		}

@@ -28,6 +28,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"sort"
 	"sync"
 	"time"
@@ -41,6 +42,7 @@ import (
 	"github.com/agentbridge/bridge/platform/auth"
 	"github.com/agentbridge/bridge/platform/catalog"
 	"github.com/agentbridge/bridge/platform/engine"
+	"github.com/agentbridge/bridge/platform/file"
 	"github.com/agentbridge/bridge/platform/identity"
 	"github.com/agentbridge/bridge/platform/sim"
 	"github.com/agentbridge/bridge/platform/steptest"
@@ -80,6 +82,7 @@ type Service struct {
 	trigger  *trigger.Service
 	tests    *steptest.Service
 	sim      *sim.Service
+	files    *file.Service
 	audit    *identity.AuditLog
 	idp      *auth.IdP
 	verifier *auth.Verifier
@@ -200,6 +203,14 @@ func New(ctx context.Context, d daemon.Deps, o Options) (*Service, error) {
 	if s.sim, err = sim.New(sim.Options{DB: d.DB, Logger: log, Now: now, Limits: o.SimLimits}); err != nil {
 		return nil, err
 	}
+	if s.files, err = file.New(file.Options{DB: d.DB, Dir: filepath.Join(d.DataDir, "files"), Limits: cfg.Files.limits(),
+		Tasks: s.engine, Logger: log, Now: now}); err != nil {
+		return nil, err
+	}
+	if err := s.files.Recover(ctx); err != nil {
+		return nil, err
+	}
+	s.engine.AddPhase("reclaim files", s.files.Sweep)
 	return s, nil
 }
 
@@ -289,6 +300,7 @@ func (s *Service) Routes(_, services *httprouter.Router) {
 	s.trigger.Register(s.api, services)
 	s.tests.Register(s.api, services)
 	s.sim.Register(s.api, services)
+	s.files.Register(s.api, services)
 	if s.idp != nil {
 		h := api.WithPlatformHeaders(http.StripPrefix(IdPPath, s.idp.Handler()))
 		services.Handler(http.MethodGet, IdPPath+"/*path", h)

@@ -81,6 +81,7 @@ func TestHeadForEveryGet(t *testing.T) {
 	h.waitRun(op, run.ID, "failed")
 	_, task := h.humanTaskOf(op, h.setupReview(op), "seed-human", map[string]any{"orderId": "o-1"})
 	ids["human-tasks"] = task.ID
+	ids["files"] = h.uploadFile(op, "seed.txt", []byte("seed"), 0).ID
 	sched := h.mustCreateSchedule(op, map[string]any{"cron": "0 9 * * 1-5", "activation_id": ids["activations"], "input": map[string]any{"customerId": "c-1"}})
 	trig := h.mustCreateTrigger(op, map[string]any{"activation_id": ids["activations"]})
 	draft := uuid.NewString()

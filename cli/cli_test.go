@@ -292,7 +292,12 @@ func TestEveryCommandHasHelpWithExample(t *testing.T) {
 }
 
 // TestMain keeps in-process daemons away from the developer's real keychain.
+// With BRIDGE_TEST_RUN_CLI=1 the test binary is the bridge binary, so tests
+// can run a command as a real child process (`bridge mcp` over stdio).
 func TestMain(m *testing.M) {
 	os.Setenv("BRIDGE_DISABLE_KEYRING", "1")
+	if os.Getenv("BRIDGE_TEST_RUN_CLI") == "1" {
+		os.Exit(Execute(context.Background(), Build{Version: "1.2.3", Commit: "abc"}, os.Args[1:], os.Stdout, os.Stderr))
+	}
 	os.Exit(m.Run())
 }

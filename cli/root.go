@@ -129,6 +129,7 @@ directory + /bridge; override with --data-dir).`,
 	root.AddCommand(a.triggerCmd())
 	root.AddCommand(a.factoryCmd())
 	root.AddCommand(a.consoleCmd())
+	root.AddCommand(a.mcpCmd())
 	return root
 }
 

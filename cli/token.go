@@ -72,6 +72,26 @@ func checkScopes(scopes []string) error {
 	return nil
 }
 
+// mintToken issues a client token through the running daemon's API, or
+// directly on the data directory when the daemon is stopped.
+func (a *app) mintToken(cmd *cobra.Command, req bridge.TokenRequest) (bridge.IssuedToken, error) {
+	ctx := cmd.Context()
+	var issued bridge.IssuedToken
+	if c := a.running(ctx); c != nil {
+		err := c.do(ctx, "POST", c.state.BridgeURL, "/v1/bridge/admin/tokens", req, &issued)
+		return issued, err
+	}
+	err := a.withStore(ctx, func(db *store.DB, dir string) error {
+		names, err := a.profileNames(cmd, dir)
+		if err != nil {
+			return err
+		}
+		issued, err = bridge.MintToken(ctx, db, req, names, time.Now())
+		return apiErr(err)
+	})
+	return issued, err
+}
+
 func (a *app) tokenCmd() *cobra.Command {
 	var id, profiles, scopes string
 	var asJSON bool
@@ -93,24 +113,9 @@ data directory).`,
 			if err := checkScopes(req.Scopes); err != nil {
 				return withCode(ExitUsage, err)
 			}
-			ctx := cmd.Context()
-			var issued bridge.IssuedToken
-			if c := a.running(ctx); c != nil {
-				if err := c.do(ctx, "POST", c.state.BridgeURL, "/v1/bridge/admin/tokens", req, &issued); err != nil {
-					return err
-				}
-			} else {
-				err := a.withStore(ctx, func(db *store.DB, dir string) error {
-					names, err := a.profileNames(cmd, dir)
-					if err != nil {
-						return err
-					}
-					issued, err = bridge.MintToken(ctx, db, req, names, time.Now())
-					return apiErr(err)
-				})
-				if err != nil {
-					return err
-				}
+			issued, err := a.mintToken(cmd, req)
+			if err != nil {
+				return err
 			}
 			if asJSON {
 				return a.printJSON(issued)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentbridge/bridge/bridge"
 	"github.com/agentbridge/bridge/bridge/console"
+	bridgemcp "github.com/agentbridge/bridge/bridge/mcp"
 	"github.com/agentbridge/bridge/callbacks"
 	"github.com/agentbridge/bridge/daemon"
 	"github.com/agentbridge/bridge/factory"
@@ -86,6 +87,7 @@ type bridgeSub struct {
 	ring       *ring.Ring
 	runs       *bridge.WorkflowRuns
 	bridgeAddr string
+	mcp        bridgemcp.Options
 }
 
 // Routes adds the workflow-run routes to the bridge's own; until the
@@ -96,6 +98,9 @@ type bridgeSub struct {
 func (b *bridgeSub) Routes(br, services *httprouter.Router) {
 	b.Service.Routes(br, services)
 	b.runs.Routes(br)
+	// The MCP endpoint reaches the bridge API through the same router, in
+	// process (docs/mcp.md).
+	b.MountMCP(br, bridgemcp.Path, bridgemcp.Handler(br, b.mcp))
 	doc := docsui.JSON(b.servicesDoc)
 	services.Handler(http.MethodGet, docsui.BridgeDocURL, doc)
 	services.Handler(http.MethodHead, docsui.BridgeDocURL, doc)
@@ -122,6 +127,22 @@ func (b *bridgeSub) Close() error {
 	return errors.Join(b.Service.Close(), b.ring.Close())
 }
 
+// mcpOptions tells the MCP endpoint the daemon's version and addresses:
+// bridge_status reports the actual bridge address beside the configured
+// port (spec 1's panel tool).
+func mcpOptions(d daemon.Deps) bridgemcp.Options {
+	cfg := daemon.DefaultConfig()
+	if d.Config != nil {
+		_ = d.Config.Decode("listen", &cfg.Listen) // the daemon already validated it
+	}
+	addr := bridgemcp.Addresses{BridgeURL: "http://" + d.BridgeAddr, ServicesURL: "http://" + d.ServicesAddr, ConfiguredBridgePort: cfg.Listen.BridgePort}
+	return bridgemcp.Options{
+		Version:   d.Build.Version,
+		Addresses: func(context.Context) bridgemcp.Addresses { return addr },
+		Logger:    d.Logger.With("subsystem", "mcp"),
+	}
+}
+
 // link connects the bridge and the platform once both are built (the
 // bridge's factory runs first): the bridge's workflow runs start and read
 // platform runs, and the platform's agent steps run as bridge jobs.
@@ -141,7 +162,7 @@ func (l *link) bridgeFactory(o BridgeOptions) daemon.Factory {
 			r.Close()
 			return nil, err
 		}
-		l.bridge = &bridgeSub{Service: svc, ring: r, runs: svc.WorkflowRuns(), bridgeAddr: d.BridgeAddr}
+		l.bridge = &bridgeSub{Service: svc, ring: r, runs: svc.WorkflowRuns(), bridgeAddr: d.BridgeAddr, mcp: mcpOptions(d)}
 		if o.Built != nil {
 			o.Built(svc)
 		}

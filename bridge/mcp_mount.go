@@ -1,0 +1,31 @@
+package bridge
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/julienschmidt/httprouter"
+)
+
+// MountMCP serves h, the MCP endpoint of package bridge/mcp, at path on the
+// bridge listener (POST, GET and DELETE, the methods of MCP's streamable
+// HTTP transport) behind the bridge's own authentication: h sees only
+// requests whose bearer token is valid, unrevoked and holds the read scope
+// (docs/mcp.md). Refusals answer in the bridge's error shape.
+func (s *Service) MountMCP(r *httprouter.Router, path string, h http.Handler) {
+	serve := func(w http.ResponseWriter, req *http.Request, _ Principal, _ httprouter.Params) error {
+		if req.Method == http.MethodHead {
+			// HEAD answers what GET would (docs/bridge-api.md) without
+			// holding a session's stream open: GET with its context ended.
+			ctx, cancel := context.WithCancel(req.Context())
+			cancel()
+			req = req.Clone(ctx)
+			req.Method = http.MethodGet
+		}
+		h.ServeHTTP(w, req)
+		return nil
+	}
+	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+		s.handle(r, m, path, ScopeRead, serve)
+	}
+}

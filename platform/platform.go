@@ -7,7 +7,9 @@
 // (platform/engine), schedules and signed webhook triggers
 // (platform/trigger, whose "due schedules" phase runs in the engine's
 // loop), test policies, step tests and draft test activations
-// (platform/steptest), the access audit and the local workspace bootstrap.
+// (platform/steptest), connections, provider sources and receipts
+// (platform/source, whose "due provider receipts" phase runs in the
+// engine's loop), the access audit and the local workspace bootstrap.
 //
 // Authentication on the services listener: every platform route except
 // GET /api/v1/client-configuration, /docs (when enabled) and the health
@@ -45,6 +47,7 @@ import (
 	"github.com/agentbridge/bridge/platform/file"
 	"github.com/agentbridge/bridge/platform/identity"
 	"github.com/agentbridge/bridge/platform/sim"
+	"github.com/agentbridge/bridge/platform/source"
 	"github.com/agentbridge/bridge/platform/steptest"
 	"github.com/agentbridge/bridge/platform/trigger"
 	"github.com/agentbridge/bridge/store"
@@ -83,6 +86,7 @@ type Service struct {
 	tests    *steptest.Service
 	sim      *sim.Service
 	files    *file.Service
+	source   *source.Service
 	audit    *identity.AuditLog
 	idp      *auth.IdP
 	verifier *auth.Verifier
@@ -211,6 +215,10 @@ func New(ctx context.Context, d daemon.Deps, o Options) (*Service, error) {
 		return nil, err
 	}
 	s.engine.AddPhase("reclaim files", s.files.Sweep)
+	if s.source, err = source.New(source.Options{DB: d.DB, Box: d.Box, Runs: s.engine, Standing: standing, Logger: log, Now: now}); err != nil {
+		return nil, err
+	}
+	s.engine.AddPhase("dispatch due provider receipts", s.source.DueReceipts)
 	return s, nil
 }
 
@@ -301,6 +309,7 @@ func (s *Service) Routes(_, services *httprouter.Router) {
 	s.tests.Register(s.api, services)
 	s.sim.Register(s.api, services)
 	s.files.Register(s.api, services)
+	s.source.Register(s.api, services)
 	if s.idp != nil {
 		h := api.WithPlatformHeaders(http.StripPrefix(IdPPath, s.idp.Handler()))
 		services.Handler(http.MethodGet, IdPPath+"/*path", h)

@@ -102,3 +102,25 @@ func TestMCPOverStdio(t *testing.T) {
 	is.Equal(err.(*exec.ExitError).ExitCode(), ExitError)
 	is.True(strings.Contains(string(out), "refuses this token"))
 }
+
+// TestMCPWithoutDaemon: `bridge mcp` starts while no daemon runs (a host
+// launches it at its own start); each tool then says how to start one.
+func TestMCPWithoutDaemon(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	tok := "brg_" + strings.Repeat("A", 43)
+	client := sdk.NewClient(&sdk.Implementation{Name: "test-host", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &sdk.CommandTransport{Command: mcpCommand(dir, "BRIDGE_TOKEN="+tok)}, nil)
+	is.NoErr(err)
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "list_jobs", Arguments: map[string]any{}})
+	is.NoErr(err)
+	is.True(res.IsError)
+	is.True(strings.Contains(res.Content[0].(*sdk.TextContent).Text, "bridge serve --data-dir "+dir))
+	// A malformed token is a usage error.
+	out, err := mcpCommand(dir, "BRIDGE_TOKEN=secret").CombinedOutput()
+	is.Equal(err.(*exec.ExitError).ExitCode(), ExitUsage)
+	is.True(strings.Contains(string(out), "does not hold a bridge token"))
+	is.True(!strings.Contains(string(out), "secret")) // never echoed
+}

@@ -24,6 +24,9 @@ func (s *Service) ingressRoutes() []api.Route {
 				"as the provider requires. 404 for an unknown or disabled source.",
 			Response: IngressAck{}},
 		{Method: http.MethodGet, Path: "/provider-ingress/{identifier}", Layout: api.Root, Access: api.AccessPublic,
+			Query: []api.Param{{Name: "hub.mode", Type: "string", Description: "subscribe"},
+				{Name: "hub.verify_token", Type: "string", Description: "the connection's verify_token secret"},
+				{Name: "hub.challenge", Type: "string", Description: "echoed back, 1 to 200 characters"}},
 			Handler: s.challenge, OperationID: "answerProviderChallenge", Tag: tagSources, Summary: "Provider challenge (WhatsApp hub.challenge)",
 			Description: "Answers the provider's GET verification with its challenge (text/plain) when the verify token matches the connection's " +
 				"(401 otherwise). 404 for an unknown or disabled source, or a package without a GET challenge.",

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -169,15 +170,75 @@ func (s *platformSession) callOwner(ctx context.Context, method, path string, hd
 	return platformDo(ctx, s.c.http, s.c.state.ServicesURL, method, path, s.c.token, hdr, body, out)
 }
 
-// platformDo sends one request; answers >= 300 become *apiError with the
-// problem's code and diagnostics.
+// Client retry rule (spec 2, "Generic rules"): a request the platform did
+// not admit (429 PF-OPERATION-CAPACITY or PF-REQUEST-CAPACITY, 503
+// PF-COMPATIBILITY) is sent again with the exact same body and headers
+// (so the same Idempotency-Key) after its Retry-After, at most
+// maxAttempts times in all; a wait longer than maxRetryWait is not
+// waited for (the error says when to try again).
+const (
+	maxAttempts  = 4
+	maxRetryWait = time.Minute
+)
+
+// retryable reports whether a refusal may be retried by the rule.
+func retryable(status int, code string) bool {
+	switch status {
+	case http.StatusTooManyRequests:
+		return code == "PF-OPERATION-CAPACITY" || code == "PF-REQUEST-CAPACITY"
+	case http.StatusServiceUnavailable:
+		return code == "PF-COMPATIBILITY"
+	}
+	return false
+}
+
+// retryAfter reads a Retry-After header: whole seconds or an HTTP date
+// (1 second when absent or unreadable).
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0)
+	}
+	return time.Second
+}
+
+// platformDo sends one request, retried by the client retry rule; answers
+// >= 300 become *apiError with the problem's code and diagnostics.
 func platformDo(ctx context.Context, hc *http.Client, base, method, path, bearer string, hdr map[string]string, body, out any) (http.Header, error) {
-	var rd io.Reader
+	var data []byte
 	if body != nil {
-		data, err := json.Marshal(body)
-		if err != nil {
+		var err error
+		if data, err = json.Marshal(body); err != nil {
 			return nil, err
 		}
+	}
+	for attempt := 1; ; attempt++ {
+		h, err := platformOnce(ctx, hc, base, method, path, bearer, hdr, data, body != nil, out)
+		var ae *apiError
+		if attempt == maxAttempts || !errors.As(err, &ae) || !retryable(ae.Status, ae.Code) {
+			return h, err
+		}
+		wait := retryAfter(h, time.Now())
+		if wait > maxRetryWait {
+			return h, fmt.Errorf("%w (not retried: the platform asks to wait %s)", err, wait)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return h, err
+		case <-t.C:
+		}
+	}
+}
+
+// platformOnce sends one attempt of a request whose body is data.
+func platformOnce(ctx context.Context, hc *http.Client, base, method, path, bearer string, hdr map[string]string, data []byte, hasBody bool, out any) (http.Header, error) {
+	var rd io.Reader
+	if hasBody {
 		rd = bytes.NewReader(data)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
@@ -187,7 +248,7 @@ func platformDo(ctx context.Context, hc *http.Client, base, method, path, bearer
 	if bearer != "" {
 		req.Header.Set("Authorization", "Bearer "+bearer)
 	}
-	if body != nil {
+	if hasBody {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for k, v := range hdr {
@@ -198,15 +259,15 @@ func platformDo(ctx context.Context, hc *http.Client, base, method, path, bearer
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	if resp.StatusCode >= 300 {
-		return resp.Header, problemError(resp.StatusCode, data)
+		return resp.Header, problemError(resp.StatusCode, raw)
 	}
-	if out != nil && len(data) > 0 {
-		if err := json.Unmarshal(data, out); err != nil {
+	if out != nil && len(raw) > 0 {
+		if err := json.Unmarshal(raw, out); err != nil {
 			return nil, fmt.Errorf("%s %s: decode answer: %w", method, path, err)
 		}
 	}

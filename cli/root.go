@@ -127,6 +127,7 @@ directory + /bridge; override with --data-dir).`,
 	root.AddCommand(a.humanCmd())
 	root.AddCommand(a.scheduleCmd())
 	root.AddCommand(a.triggerCmd())
+	root.AddCommand(a.testCmd())
 	root.AddCommand(a.factoryCmd())
 	root.AddCommand(a.consoleCmd())
 	root.AddCommand(a.mcpCmd())

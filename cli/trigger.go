@@ -234,40 +234,8 @@ signature is the only credential.`,
   bridge trigger send <trigger-id> --body @payload.json --id order-1001 --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if secret == "" {
-				secret = os.Getenv(secretEnv)
-			}
-			if !strings.HasPrefix(secret, "whsec_") {
-				return withCode(ExitUsage, fmt.Errorf("give the trigger's whsec_ secret with --secret or $%s", secretEnv))
-			}
-			raw, err := jsonArg("body", body)
-			if err != nil {
-				return err
-			}
-			// Compact, as the request body will be: the signature covers
-			// the exact bytes sent.
-			var buf bytes.Buffer
-			if err := json.Compact(&buf, raw); err != nil {
-				return withCode(ExitUsage, fmt.Errorf("--body: %w", err))
-			}
-			payload := buf.Bytes()
-			if id == "" {
-				id = "msg_" + uuid.NewString()
-			}
-			now := time.Now()
-			sig, err := trigger.Sign(secret, id, now, payload)
-			if err != nil {
-				return withCode(ExitUsage, err)
-			}
-			c, err := a.daemonClient(cmd.Context())
-			if err != nil {
-				return err
-			}
-			hdr := map[string]string{trigger.HeaderWebhookID: id, trigger.HeaderWebhookTimestamp: strconv.FormatInt(now.Unix(), 10),
-				trigger.HeaderWebhookSignature: sig}
 			var d trigger.Delivery
-			if _, err := platformDo(cmd.Context(), c.http, c.state.ServicesURL, http.MethodPost, "/webhooks/"+url.PathEscape(args[0]), "",
-				hdr, rawJSON(payload), &d); err != nil {
+			if _, err := a.sendSigned(cmd.Context(), "/webhooks/"+url.PathEscape(args[0]), secret, body, id, &d); err != nil {
 				return err
 			}
 			if asJSON {
@@ -287,6 +255,46 @@ signature is the only credential.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the delivery's answer as JSON")
 	requireFlags(cmd, "body")
 	return cmd
+}
+
+// sendSigned signs body (JSON or @file) with secret (else $BRIDGE_TRIGGER_SECRET)
+// by the Standard Webhooks scheme under webhook-id id (a new one when "")
+// and the current time, posts it to path on the services listener and
+// decodes the answer into out; it answers the webhook-id.
+func (a *app) sendSigned(ctx context.Context, path, secret, body, id string, out any) (string, error) {
+	if secret == "" {
+		secret = os.Getenv(secretEnv)
+	}
+	if !strings.HasPrefix(secret, "whsec_") {
+		return "", withCode(ExitUsage, fmt.Errorf("give the whsec_ secret with --secret or $%s", secretEnv))
+	}
+	raw, err := jsonArg("body", body)
+	if err != nil {
+		return "", err
+	}
+	// Compact, as the request body will be: the signature covers the
+	// exact bytes sent.
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return "", withCode(ExitUsage, fmt.Errorf("--body: %w", err))
+	}
+	payload := buf.Bytes()
+	if id == "" {
+		id = "msg_" + uuid.NewString()
+	}
+	now := time.Now()
+	sig, err := trigger.Sign(secret, id, now, payload)
+	if err != nil {
+		return "", withCode(ExitUsage, err)
+	}
+	c, err := a.daemonClient(ctx)
+	if err != nil {
+		return "", err
+	}
+	hdr := map[string]string{trigger.HeaderWebhookID: id, trigger.HeaderWebhookTimestamp: strconv.FormatInt(now.Unix(), 10),
+		trigger.HeaderWebhookSignature: sig}
+	_, err = platformDo(ctx, c.http, c.state.ServicesURL, http.MethodPost, path, "", hdr, rawJSON(payload), out)
+	return id, err
 }
 
 // rawJSON is a compact JSON body, sent as is.

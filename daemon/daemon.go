@@ -60,6 +60,13 @@ type Subsystem interface {
 	Routes(bridge, services *httprouter.Router)
 }
 
+// Readiness is implemented by subsystems that can restrict readiness: while
+// Ready answers an error, GET /health/ready answers 503 (the platform,
+// while a project's compatibility verdict is restricted).
+type Readiness interface {
+	Ready(ctx context.Context) error
+}
+
 // Factory builds a subsystem from what the daemon provides.
 type Factory func(Deps) (Subsystem, error)
 
@@ -421,6 +428,12 @@ func (d *Daemon) health(r *httprouter.Router) {
 		if !d.isReady() || d.DB.Reader().PingContext(ctx) != nil {
 			httpx.WriteProblem(w, req, &httpx.Problem{Status: http.StatusServiceUnavailable, Code: "PF-UNAVAILABLE", Message: "the service is not ready"})
 			return
+		}
+		for _, s := range d.services {
+			if r, ok := s.(Readiness); ok && r.Ready(ctx) != nil {
+				httpx.WriteProblem(w, req, &httpx.Problem{Status: http.StatusServiceUnavailable, Code: "PF-UNAVAILABLE", Message: "the service is restricted"})
+				return
+			}
 		}
 		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	}

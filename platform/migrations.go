@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentbridge/bridge/platform/activation"
 	"github.com/agentbridge/bridge/platform/catalog"
+	"github.com/agentbridge/bridge/platform/compat"
 	"github.com/agentbridge/bridge/platform/engine"
 	"github.com/agentbridge/bridge/platform/file"
 	"github.com/agentbridge/bridge/platform/sim"
@@ -20,7 +21,7 @@ var migrationsFS embed.FS
 
 // Migrations are the platform's schema revisions under the names spec 2
 // lists (0001_boot, 0002_access, 0003_access_audit, ...) and those of its
-// packages (catalog: 0004_definitions; activation: 0005_activations; engine: 0006_runs, 0010_incidents; trigger: 0011_schedules; steptest: 0021_operations; source: 0018_provider_inbox; file: 0028_files; sim: 0030_debug_sessions), in
+// packages (catalog: 0004_definitions; activation: 0005_activations; engine: 0006_runs, 0010_incidents; trigger: 0011_schedules; source: 0018_provider_inbox; steptest: 0021_operations; compat: 0022_compatibility; file: 0028_files; sim: 0030_debug_sessions), in
 // version order. The platform owns
 // versions 1 to 99.
 func Migrations() []store.Migration {
@@ -33,6 +34,7 @@ func Migrations() []store.Migration {
 	all = append(all, file.Migrations()...)
 	all = append(all, sim.Migrations()...)
 	all = append(all, source.Migrations()...)
+	all = append(all, compat.Migrations()...)
 	sort.Slice(all, func(i, j int) bool { return all[i].Version < all[j].Version })
 	return all
 }

@@ -7,9 +7,10 @@
 // (platform/engine), schedules and signed webhook triggers
 // (platform/trigger, whose "due schedules" phase runs in the engine's
 // loop), test policies, step tests and draft test activations
-// (platform/steptest), connections, provider sources and receipts
-// (platform/source, whose "due provider receipts" phase runs in the
-// engine's loop), the access audit and the local workspace bootstrap.
+// (platform/steptest), compatibility verdicts (platform/compat),
+// connections, provider sources and receipts (platform/source, whose "due
+// provider receipts" phase runs in the engine's loop), the access audit
+// and the local workspace bootstrap.
 //
 // Authentication on the services listener: every platform route except
 // GET /api/v1/client-configuration, /docs (when enabled) and the health
@@ -43,6 +44,7 @@ import (
 	"github.com/agentbridge/bridge/platform/api"
 	"github.com/agentbridge/bridge/platform/auth"
 	"github.com/agentbridge/bridge/platform/catalog"
+	"github.com/agentbridge/bridge/platform/compat"
 	"github.com/agentbridge/bridge/platform/engine"
 	"github.com/agentbridge/bridge/platform/file"
 	"github.com/agentbridge/bridge/platform/identity"
@@ -87,6 +89,7 @@ type Service struct {
 	sim      *sim.Service
 	files    *file.Service
 	source   *source.Service
+	compat   *compat.Service
 	audit    *identity.AuditLog
 	idp      *auth.IdP
 	verifier *auth.Verifier
@@ -219,6 +222,11 @@ func New(ctx context.Context, d daemon.Deps, o Options) (*Service, error) {
 		return nil, err
 	}
 	s.engine.AddPhase("dispatch due provider receipts", s.source.DueReceipts)
+	if s.compat, err = compat.New(compat.Options{DB: d.DB, Load: s.engine.CanRun, Logger: log, Now: now}); err != nil {
+		return nil, err
+	}
+	s.engine.SetAdmission(s.compat.Admit)
+	s.engine.AddPhase("rescan compatibility", s.compat.Rescan)
 	return s, nil
 }
 
@@ -293,6 +301,10 @@ func (s *Service) API() *api.API { return s.api }
 // subsystems that admit them (the factory's read routes, docs/factory-api.md).
 func (s *Service) Authenticator() api.Authenticator { return s.identity }
 
+// Ready restricts the daemon's readiness while a project's compatibility
+// verdict is restricted (daemon.Readiness).
+func (s *Service) Ready(ctx context.Context) error { return s.compat.Ready(ctx) }
+
 // FlushAudit waits until every recorded access decision is written.
 func (s *Service) FlushAudit(ctx context.Context) error { return s.audit.Flush(ctx) }
 
@@ -310,6 +322,7 @@ func (s *Service) Routes(_, services *httprouter.Router) {
 	s.sim.Register(s.api, services)
 	s.files.Register(s.api, services)
 	s.source.Register(s.api, services)
+	s.compat.Register(s.api, services)
 	if s.idp != nil {
 		h := api.WithPlatformHeaders(http.StripPrefix(IdPPath, s.idp.Handler()))
 		services.Handler(http.MethodGet, IdPPath+"/*path", h)

@@ -40,7 +40,7 @@ func (s *Service) getCapabilities(c *api.Call) error {
 			Expression:     "cel",
 			MaxSourceBytes: lang.MaxSourceBytes,
 		},
-		Adapters:           append([]string{"http"}, adapterNamesOf(installedAdapters)...),
+		Adapters:           InstalledAdapters(),
 		CallerCapabilities: []string{},
 	}
 	for _, k := range []lang.StepKind{lang.StepAction, lang.StepDecision, lang.StepWait, lang.StepSignal, lang.StepHuman, lang.StepAgent,

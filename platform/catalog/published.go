@@ -31,3 +31,15 @@ func PublishedVersion(ctx context.Context, q Querier, project, id string) (Versi
 	}
 	return v, nil
 }
+
+// ProjectVersions reads every published version of a project (test
+// versions left out), in id order: the compatibility scan checks each.
+func ProjectVersions(ctx context.Context, q Querier, project string) ([]Version, error) {
+	return listVersions(ctx, q, project, "", "", "", 0)
+}
+
+// InstalledAdapters are the connector adapters this server runs: the
+// language's built-in http and the installed ones of every catalog lock.
+func InstalledAdapters() []string {
+	return append([]string{"http"}, adapterNamesOf(installedAdapters)...)
+}

@@ -77,6 +77,8 @@ type Service struct {
 
 	// phases are the scheduler phases added by AddPhase.
 	phases []namedPhase
+	// admit decides whether new runs may start in a scope (SetAdmission).
+	admit Admission
 }
 
 // New builds the service.

@@ -34,6 +34,11 @@ func (s *Service) planStart(ctx context.Context, sc auth.Scope, req StartRequest
 	if err != nil {
 		return nil, err
 	}
+	if s.admit != nil {
+		if err := s.admit(ctx, sc); err != nil {
+			return nil, err
+		}
+	}
 	r := s.db.Reader()
 	if err := requireEnvironment(ctx, r, sc); err != nil {
 		return nil, err

@@ -112,3 +112,21 @@ func (s *Service) runPhases(ctx context.Context) bool {
 	}
 	return more
 }
+
+// Admission refuses new runs in a scope (a problem such as 503
+// PF-COMPATIBILITY with Retry-After), or answers nil to admit them.
+type Admission func(ctx context.Context, sc auth.Scope) error
+
+// SetAdmission makes every run start (POST E/runs, retries, schedules,
+// triggers, test runs, the bridge's workflow runs) ask a first: package
+// platform/compat refuses new work with effects in a project whose
+// compatibility verdict is restricted. Call it before serving.
+func (s *Service) SetAdmission(a Admission) { s.admit = a }
+
+// CanRun answers why the engine cannot load published workflow version
+// versionID of project (nil when it can): the compatibility scan asks it
+// of every published workflow.
+func (s *Service) CanRun(ctx context.Context, project, versionID string) error {
+	_, err := s.program(ctx, s.db.Reader(), project, versionID)
+	return err
+}

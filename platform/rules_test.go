@@ -108,7 +108,9 @@ func TestHeadForEveryGet(t *testing.T) {
 			path = strings.ReplaceAll(path, "/step-tests/{id}", "/step-tests/"+st.ID)
 			get := h.get(path, op)
 			head := h.do(req{method: "HEAD", path: path, token: op})
-			is.Equal(get.status, 200)
+			if get.status != 200 {
+				t.Fatalf("GET %s: %d %s", path, get.status, get.body)
+			}
 			is.Equal(head.status, 200)
 			is.Equal(len(head.body), 0)
 			is.Equal(head.header.Get("Content-Type"), get.header.Get("Content-Type"))

@@ -187,7 +187,8 @@ func (s *Service) openAPI() map[string]any {
 					"links":         schemaObj(map[string]any{"platformRun": map[string]any{"type": "string", "description": "the run's path on the services listener (platform API, platform token)"}})},
 					"id", "client", "templateId", "workflow", "status", "inputs", "output", "error", "platformRunId"),
 				"WorkflowRunList": schemaObj(map[string]any{"workflowRuns": arrayOf(ref("WorkflowRun")), "hasMore": boolean}, "workflowRuns", "hasMore"),
-				"Revocation":      schemaObj(map[string]any{"client": str, "revokedTokens": integer, "closedStreams": integer}),
+				"Revocation": schemaObj(map[string]any{"client": str, "revokedTokens": integer, "closedStreams": integer,
+					"endedSessions": map[string]any{"type": "integer", "description": "client owner only: the web console sessions signed out"}}),
 			},
 		},
 	}

@@ -143,8 +143,12 @@ func (a *app) revokeCmd() *cobra.Command {
 		Long: `Revokes all tokens issued under a client name. With the daemon running, the
 client's next request gets 401, its event streams close and its synchronous chat
 completions end (their jobs are cancelled when no waiter remains). Background
-jobs keep running until cancelled explicitly.`,
+jobs keep running until cancelled explicitly.
+
+'--id owner' signs every web console session out (see 'bridge console'); the
+owner token itself stays valid.`,
 		Example: `  bridge revoke --id my-ide
+  bridge revoke --id owner
   bridge revoke --id dashboard --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -90,14 +90,16 @@ func TestHeadForEveryGet(t *testing.T) {
 	var st steptest.StepTestCreated
 	h.must(200, h.stepTest(op, stepBody(draft, "wait", "pause", nil)), &st)
 	ids["sessions"] = seedDebugSession(h, op)
+	studioID := seedStudioSession(h, op)
 	n := 0
 	for _, rt := range h.svc.API().Routes() {
-		if rt.Method != http.MethodGet {
+		if rt.Method != http.MethodGet || strings.HasSuffix(rt.Path, "/live") { // the live channel is a WebSocket
 			continue
 		}
 		for _, p := range []string{rt.CanonicalPath(), rt.Path} {
 			path := fill.Replace(p)
 			path = strings.ReplaceAll(path, "/activations/{identifier}", "/activations/"+ids["activations"])
+			path = strings.ReplaceAll(path, "/studio/local/debug/sessions/{identifier}", "/studio/local/debug/sessions/"+studioID)
 			if head, ok := strings.CutSuffix(path, "/{identifier}"); ok {
 				path = head + "/" + ids[head[strings.LastIndex(head, "/")+1:]]
 			}

@@ -115,3 +115,14 @@ func schemaOrNil(raw json.RawMessage) json.RawMessage {
 	}
 	return raw
 }
+
+// ProjectLock is the project's current catalog lock (what GET P/catalog
+// answers), for the editor host (platform/sim), which compiles local
+// sources against it without calling its own HTTP routes.
+func ProjectLock(ctx context.Context, q Querier, project string) (*lang.CatalogLock, error) {
+	return projectLock(ctx, q, project)
+}
+
+// BaseLock is the lock of a project without published versions: the
+// installed adapters only.
+func BaseLock() *lang.CatalogLock { return baseLock() }

@@ -342,7 +342,7 @@ func (m *machine) reduce() {
 		}
 		id := m.st.Ready[0]
 		tok := m.st.Tokens[id]
-		if tok != nil && tok.Phase == PhaseEnter && m.pause != nil && m.pause(tok.Node) {
+		if tok != nil && tok.Phase == PhaseEnter && m.pause != nil && m.pause(tok.Node, m.instanceOf(tok)) {
 			m.emit(Effect{Kind: EffectContinue})
 			return
 		}
@@ -427,6 +427,14 @@ func (m *machine) newToken(nodeID, scope, container string) *Token {
 	tok := &Token{ID: "t" + fmt.Sprint(m.st.Counter), Node: nodeID, Scope: scope, Container: container, Phase: PhaseEnter}
 	m.st.Tokens[tok.ID] = tok
 	return tok
+}
+
+// instanceOf is the instance key a token's entry will have.
+func (m *machine) instanceOf(tok *Token) string {
+	if sc := m.st.Scopes[tok.Scope]; sc != nil {
+		return tok.Node + sc.Suffix
+	}
+	return tok.Node
 }
 
 // enter executes a token's node.

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 )
@@ -90,23 +91,13 @@ func (m *machine) onHumanCompleted() error {
 	if h == nil {
 		return refuse(CodeRuntimeState, "human task %s is not open", e.TaskID)
 	}
-	if !slices.Contains(h.Decisions, e.Decision) {
-		return refuse(CodeValidation, "decision %q is not one of %v", e.Decision, h.Decisions)
-	}
 	if len(e.CompletedBy) > maxIDBytes {
 		return refuse(CodeValidation, "completed_by is longer than %d bytes", maxIDBytes)
 	}
 	n := m.p.node(h.Node)
-	raw := e.Data
-	if len(raw) == 0 {
-		raw = nullJSON
-	}
-	data, err := decodeExternal(raw)
+	data, err := humanData(n, h.Decisions, e.Decision, e.Data)
 	if err != nil {
-		return refuseWrap(CodeValidation, err, "human task data")
-	}
-	if err := n.form.validate(data); err != nil {
-		return refuseWrap(CodeValidation, err, "the data does not match the form of %s", n.id)
+		return err
 	}
 	out, err := encodeValue(map[string]any{"decision": e.Decision, "data": n.form.normalize(data), "completedBy": e.CompletedBy})
 	if err != nil {
@@ -120,4 +111,23 @@ func (m *machine) onHumanCompleted() error {
 	m.cancelTimer(tok.TimerID)
 	m.deliver(tok, out, n.next)
 	return nil
+}
+
+// humanData checks a decision among decisions and data for n's form, and
+// answers the data decoded.
+func humanData(n *node, decisions []string, decision string, raw json.RawMessage) (any, error) {
+	if !slices.Contains(decisions, decision) {
+		return nil, refuse(CodeValidation, "decision %q is not one of %v", decision, decisions)
+	}
+	if len(raw) == 0 {
+		raw = nullJSON
+	}
+	data, err := decodeExternal(raw)
+	if err != nil {
+		return nil, refuseWrap(CodeValidation, err, "human task data")
+	}
+	if err := n.form.validate(data); err != nil {
+		return nil, refuseWrap(CodeValidation, err, "the data does not match the form of %s", n.id)
+	}
+	return data, nil
 }

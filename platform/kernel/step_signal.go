@@ -1,6 +1,9 @@
 package kernel
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Signal steps wait for a named signal. A signal accepted strictly before
 // the step's deadline wins; one accepted exactly at the deadline is too
@@ -48,22 +51,9 @@ func (m *machine) onSignal() error {
 	if e.Signal == "" || len(e.Signal) > maxSignalNameBytes {
 		return refuse(CodeValidation, "a signal name of 1 to %d bytes is required", maxSignalNameBytes)
 	}
-	nodes := m.p.signals[e.Signal]
-	if len(nodes) == 0 {
-		return refuse(CodeValidation, "the workflow declares no signal %q", e.Signal)
-	}
-	payload := e.Payload
-	if len(payload) == 0 {
-		payload = nullJSON
-	}
-	raw, v, err := canonicalExternal(payload)
+	raw, err := m.p.signalPayload(e.Signal, e.Payload)
 	if err != nil {
-		return refuseWrap(CodeValidation, err, "signal payload")
-	}
-	for _, n := range nodes {
-		if err := n.payload.validate(v); err != nil {
-			return refuseWrap(CodeValidation, err, "the payload does not match the schema of signal %s at step %s", e.Signal, n.id)
-		}
+		return err
 	}
 	var waiting *Token
 	for _, tok := range m.st.Tokens {
@@ -115,4 +105,26 @@ func (m *machine) waitTimedOut(tok *Token, t *Timer) {
 	}
 	m.endRun(StatusTimedOut, nil, &RunError{Code: ErrCodeStepTimeout, Message: "step " + n.id + " reached its deadline",
 		Node: n.id, Instance: tok.Instance}, false, "step_timeout")
+}
+
+// signalPayload checks a payload of the signal name (declared, valid for
+// the schema of every step waiting for it) and answers it canonical.
+func (p *Program) signalPayload(name string, payload json.RawMessage) (json.RawMessage, error) {
+	nodes := p.signals[name]
+	if len(nodes) == 0 {
+		return nil, refuse(CodeValidation, "the workflow declares no signal %q", name)
+	}
+	if len(payload) == 0 {
+		payload = nullJSON
+	}
+	raw, v, err := canonicalExternal(payload)
+	if err != nil {
+		return nil, refuseWrap(CodeValidation, err, "signal payload")
+	}
+	for _, n := range nodes {
+		if err := n.payload.validate(v); err != nil {
+			return nil, refuseWrap(CodeValidation, err, "the payload does not match the schema of signal %s at step %s", name, n.id)
+		}
+	}
+	return raw, nil
 }

@@ -27,6 +27,10 @@ type Limits struct {
 	LivePerCreator     int
 	LivePerProject     int
 	RetainedPerProject int
+	// StudioSessions and StudioWork are the editor host's open sessions
+	// and work limit per request (0: the documented 4 and 30 seconds).
+	StudioSessions int
+	StudioWork     time.Duration
 	// Retention is how long an expired session stays readable (410) before
 	// it is deleted.
 	Retention time.Duration
@@ -40,4 +44,12 @@ func DefaultLimits() Limits {
 		Lifetime: time.Hour, LivePerCreator: 4, LivePerProject: 16, RetainedPerProject: 1_000,
 		Retention: 24 * time.Hour,
 	}
+}
+
+func mustTime(s string) time.Time {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		panic(err) // constant input
+	}
+	return t
 }

@@ -194,7 +194,7 @@ func Begin(p *Program, s *Session) error {
 	s.Breakpoints, s.Diagnostics, s.Events, s.Crossed = []string{}, []Diagnostic{}, []EventView{}, []Boundary{}
 	r := &runner{p: p, s: s}
 	ev := kernel.Event{Seq: 1, At: s.Now, Kind: kernel.EventStarted, RunID: s.ID, Input: s.Input}
-	st, effs, err := kernel.StepPaused(p.kp, kernel.State{}, ev, func(string) bool { return true })
+	st, effs, err := kernel.StepPaused(p.kp, kernel.State{}, ev, func(string, string) bool { return true })
 	if err != nil {
 		var ke *kernel.Error
 		if errors.As(err, &ke) {
@@ -203,7 +203,7 @@ func Begin(p *Program, s *Session) error {
 		return refuse(CodeRequest, "/input", "%v", err)
 	}
 	s.State = st
-	r.accepted(ev, effs, "")
+	r.accepted(ev, effs, "", "")
 	r.settle(StatusQueued, &Boundary{Kind: "start", NodeID: p.entry, At: s.Now})
 	return nil
 }
@@ -264,6 +264,23 @@ type runner struct {
 	// per command
 	events, commands int
 	limited          bool
+
+	// The editor host's execute (studio_execute.go): stop before an entry
+	// that before accepts, or once a history record that after accepts
+	// was written; trace collects the step records.
+	before  func(node, instance string) bool
+	after   func(rec *kernel.Record) bool
+	reached bool
+	tracing bool
+	trace   []TraceEntry
+}
+
+// TraceEntry is one step start or end of an execution's trace.
+type TraceEntry struct {
+	Type     string    `json:"type"`
+	NodeID   string    `json:"nodeId"`
+	Instance string    `json:"instance"`
+	At       time.Time `json:"at"`
 }
 
 // spend reports whether the command may feed one more event (crossing a
@@ -324,6 +341,12 @@ func (r *runner) feed(ev kernel.Event, pause kernel.Pause, mockKey string) error
 	if ev.At.IsZero() {
 		ev.At = r.s.Now
 	}
+	node := ""
+	if t := r.s.State.Tasks[ev.TaskID]; t != nil {
+		node = t.Node
+	} else if c := r.s.State.Children[ev.ChildID]; c != nil {
+		node = c.Node
+	}
 	st, effs, err := kernel.StepPaused(r.p.kp, r.s.State, ev, pause)
 	if err != nil {
 		return err
@@ -332,7 +355,7 @@ func (r *runner) feed(ev kernel.Event, pause kernel.Pause, mockKey string) error
 		return errCommands
 	}
 	r.s.State = st
-	r.accepted(ev, effs, mockKey)
+	r.accepted(ev, effs, mockKey, node)
 	return nil
 }
 
@@ -364,16 +387,16 @@ func (r *runner) overCommands(err error) bool {
 
 // accepted records an accepted event and follows its effects: calls to
 // answer, calls withdrawn.
-func (r *runner) accepted(ev kernel.Event, effs []kernel.Effect, mockKey string) {
+func (r *runner) accepted(ev kernel.Event, effs []kernel.Effect, mockKey, node string) {
 	r.events++
-	v := EventView{Seq: ev.Seq, Kind: ev.Kind, At: ev.At.UTC(), TaskID: ev.TaskID, TimerID: ev.TimerID, Signal: ev.Signal, MockKey: mockKey}
-	if t := r.s.State.Tasks[ev.TaskID]; t != nil {
-		v.NodeID = t.Node
-	}
+	v := EventView{Seq: ev.Seq, Kind: ev.Kind, At: ev.At.UTC(), NodeID: node, TaskID: ev.TaskID, TimerID: ev.TimerID, Signal: ev.Signal, MockKey: mockKey}
 	r.s.Events = append(r.s.Events, v)
 	for _, e := range effs {
 		switch e.Kind {
-		case kernel.EffectRecord, kernel.EffectContinue:
+		case kernel.EffectRecord:
+			r.record(e.Record)
+			continue
+		case kernel.EffectContinue:
 			continue
 		case kernel.EffectStartTask:
 			r.s.Pending = append(r.s.Pending, Call{TaskID: e.Task.TaskID})
@@ -385,6 +408,16 @@ func (r *runner) accepted(ev kernel.Event, effs []kernel.Effect, mockKey string)
 			r.drop(Call{ChildID: e.Child.ID})
 		}
 		r.commands++
+	}
+}
+
+// record follows a history record for the editor host's execute.
+func (r *runner) record(rec *kernel.Record) {
+	if r.tracing && (rec.Type == kernel.RecordStepStarted || rec.Type == kernel.RecordStepCompleted) {
+		r.trace = append(r.trace, TraceEntry{Type: rec.Type, NodeID: rec.NodeID, Instance: rec.Instance, At: rec.ObservedAt})
+	}
+	if r.after != nil && r.after(rec) {
+		r.reached = true
 	}
 }
 
@@ -414,8 +447,10 @@ func (r *runner) drive(cont bool) error {
 	}
 	entered := 0
 	var stop *Boundary
-	pause := func(node string) bool {
+	pause := func(node, instance string) bool {
 		switch {
+		case r.reached || (r.before != nil && r.before(node, instance)):
+			stop = &Boundary{Kind: "target", NodeID: node}
 		case entered >= 1 && !cont:
 			stop = &Boundary{Kind: "step", NodeID: node}
 		case entered >= 1 && bps[node]:
@@ -439,6 +474,9 @@ func (r *runner) drive(cont bool) error {
 		}
 		if r.limited {
 			stop = &Boundary{Kind: "limit"}
+		}
+		if r.reached && stop == nil {
+			stop = &Boundary{Kind: "target"}
 		}
 		if !progressed {
 			break
@@ -678,7 +716,7 @@ func (r *runner) afterInput() {
 	}
 }
 
-func pauseAll(string) bool { return true }
+func pauseAll(string, string) bool { return true }
 
 func kernelMessage(err error) string {
 	var ke *kernel.Error

@@ -1,0 +1,376 @@
+package platform_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/agentbridge/bridge/platform/identity"
+	"github.com/agentbridge/bridge/platform/platformtest"
+	"github.com/agentbridge/bridge/platform/sim"
+)
+
+// studioSession is a session as the editor host answers it (camelCase).
+type studioSession struct {
+	ID        string `json:"id"`
+	Revision  int64  `json:"revision"`
+	CreatedAt string `json:"createdAt"`
+	View      struct {
+		Status       string   `json:"status"`
+		SelectedNode *string  `json:"selectedNode"`
+		CurrentNodes []string `json:"currentNodes"`
+		Variables    struct {
+			Output json.RawMessage            `json:"output"`
+			Steps  map[string]json.RawMessage `json:"steps"`
+		} `json:"variables"`
+		Boundary struct {
+			Kind  string `json:"kind"`
+			Waits []struct {
+				Kind   string `json:"kind"`
+				NodeID string `json:"nodeId"`
+			} `json:"waits"`
+		} `json:"boundary"`
+	} `json:"view"`
+}
+
+const childWorkflow = `kind: workflow
+id: acme/child
+version: 1
+input: {type: object}
+output:
+  type: object
+  properties:
+    passed: {type: boolean}
+steps:
+  - id: done
+    succeed:
+      result:
+        passed: true
+`
+
+const parentWorkflow = `kind: workflow
+id: acme/parent
+version: 1
+steps:
+  - id: kyc
+    workflow: acme/child@1
+    with: {}
+  - id: gate
+    switch:
+      - when: =!steps.kyc.output.passed
+        next: stop
+    default: end
+  - id: stop
+    fail: {code: KYC_FAILED}
+`
+
+func (h *harness) studioCommand(tok, id string, rev int64, cmd string) resp {
+	return h.do(req{method: "POST", path: sim.StudioSession + "/" + id + "/commands", token: tok,
+		hdr: map[string]string{"If-Match": fmt.Sprintf(`"%d"`, rev)}, body: []byte(cmd)})
+}
+
+func TestStudioSessions(t *testing.T) {
+	h := newHarness(t)
+	op := h.localToken()
+	lockRes := h.get(pPath(h)+"/catalog", op)
+	h.must(200, lockRes, nil)
+	create := func(tok string, body map[string]any) resp { return h.post(sim.StudioSession, tok, body) }
+
+	// A workflow compiled by the host, with a local action definition.
+	var s studioSession
+	r := create(op, map[string]any{"source": platformtest.FlowWorkflow, "definitions": []string{platformtest.GreetAction, platformtest.NothingAction},
+		"input": map[string]any{"name": "Ada"}, "mocks": map[string]any{"action:acme/greet@1": map[string]any{"output": map[string]any{"name": "Ada"}}, "node:nothing": map[string]any{"output": map[string]any{}}}})
+	h.must(201, r, &s)
+	if s.Revision != 1 || r.header.Get("ETag") != `"1"` || s.View.Status != "queued" || *s.View.SelectedNode != "greet" || s.CreatedAt == "" {
+		t.Fatalf("%s", r.body)
+	}
+	r = h.studioCommand(op, s.ID, 1, `{"breakpoints":{"nodeIds":["route"]}}`)
+	h.must(200, r, &s)
+	r = h.studioCommand(op, s.ID, 2, `{"continue":{}}`)
+	h.must(200, r, &s)
+	if s.View.Status != "paused" || *s.View.SelectedNode != "route" || r.header.Get("ETag") != `"3"` {
+		t.Fatalf("%s", r.body)
+	}
+	h.problem(409, sim.CodeRevision, h.studioCommand(op, s.ID, 2, `{"continue":{}}`))
+	h.problem(422, sim.CodeCommand, h.studioCommand(op, s.ID, 3, `{"jump":{}}`))
+	h.problem(422, sim.CodeTime, h.studioCommand(op, s.ID, 3, `{"advanceTime":{"seconds":-5}}`))
+	h.must(200, h.studioCommand(op, s.ID, 3, `{"continue":{}}`), &s)
+	if s.View.Status != "succeeded" || string(s.View.Variables.Output) != `{"count":1,"greeting":"hello Ada"}` {
+		t.Fatalf("%+v", s.View)
+	}
+	h.must(200, h.get(sim.StudioSession+"/"+s.ID, op), &s)
+
+	// Another principal with simulate does not see it; one without
+	// simulate is refused; without a token 401.
+	_, dev := h.user("dev", "developer", identity.Scope{Tenant: h.ws.TenantID, Project: h.ws.ProjectID})
+	_, viewer := h.user("viewer", "viewer", identity.Scope{Tenant: h.ws.TenantID, Project: h.ws.ProjectID})
+	h.problem(404, "PF-NOT-FOUND", h.get(sim.StudioSession+"/"+s.ID, dev))
+	h.problem(403, "PF-FORBIDDEN", h.get(sim.StudioSession+"/"+s.ID, viewer))
+	h.problem(401, "PF-UNAUTHENTICATED", h.get(sim.StudioSession+"/"+s.ID, ""))
+
+	// Refusals: does not compile (with the compile summary), local
+	// definition conflicting with the catalog, bad mock key, bad body.
+	h.mustPublish(op, "actions", platformtest.GreetAction, "g")
+	p := h.problem(422, sim.CodeStudioReq, create(op, map[string]any{"source": "kind: workflow\nid: x\n"}))
+	_ = p
+	var withResult struct {
+		Result struct {
+			OK          bool              `json:"ok"`
+			Diagnostics []json.RawMessage `json:"diagnostics"`
+		} `json:"result"`
+	}
+	create(op, map[string]any{"source": "kind: workflow\nid: x\n"}).json(t, &withResult)
+	if withResult.Result.OK || len(withResult.Result.Diagnostics) == 0 {
+		t.Fatalf("%+v", withResult)
+	}
+	var lock json.RawMessage
+	h.get(pPath(h)+"/catalog", op).json(t, &lock)
+	changed := strings.Replace(platformtest.GreetAction, "sideEffect: read_only", "sideEffect: idempotent", 1)
+	h.problem(409, sim.CodeStudioCatCfl, create(op, map[string]any{"source": platformtest.FlowWorkflow, "catalog": lock, "definitions": []string{changed}}))
+	h.problem(422, sim.CodeStudioReq, create(op, map[string]any{}))
+	h.problem(422, sim.CodeStudioReq, create(op, map[string]any{"source": humanWorkflow, "artifact": map[string]any{}}))
+	h.problem(422, sim.CodeMockKey, create(op, map[string]any{"source": humanWorkflow, "mocks": map[string]any{"tool:search": map[string]any{"output": 1}}}))
+	h.problem(422, "PF-VALIDATION", create(op, map[string]any{"source": humanWorkflow, "target": "x"}))
+
+	// Four open sessions; the fifth is refused until one is closed.
+	ids := []string{s.ID}
+	for range 3 {
+		var x studioSession
+		h.must(201, create(op, map[string]any{"source": humanWorkflow}), &x)
+		ids = append(ids, x.ID)
+	}
+	h.problem(429, sim.CodeStudioFull, create(dev, map[string]any{"source": humanWorkflow}))
+	res := h.do(req{method: "DELETE", path: sim.StudioSession + "/" + ids[0], token: op})
+	if res.status != 204 {
+		t.Fatalf("close: %d %s", res.status, res.body)
+	}
+	h.problem(404, "PF-NOT-FOUND", h.get(sim.StudioSession+"/"+ids[0], op))
+	h.must(201, create(dev, map[string]any{"source": humanWorkflow}), nil)
+}
+
+func TestStudioWorkLimit(t *testing.T) {
+	lim := sim.DefaultLimits()
+	lim.StudioWork = time.Nanosecond
+	h := newHarness(t, func(h *harness) { h.simLimits = &lim })
+	op := h.localToken()
+	h.problem(503, sim.CodeStudioBusy, h.post(sim.StudioSession, op, map[string]any{"source": humanWorkflow}))
+	h.problem(503, sim.CodeStudioBusy, h.post("/studio/local/debug/execute", op, map[string]any{"source": humanWorkflow, "mode": "workflow"}))
+}
+
+// TestStudioLiveChannel drives a session to succeeded over a real
+// WebSocket and checks the channel's guards.
+func TestStudioLiveChannel(t *testing.T) {
+	h := newHarness(t)
+	op := h.localToken()
+	var s studioSession
+	h.must(201, h.post(sim.StudioSession, op, map[string]any{"source": humanWorkflow}), &s)
+	wsURL := "ws" + strings.TrimPrefix(h.base, "http") + sim.StudioSession + "/" + s.ID + "/live"
+	hdr := http.Header{"Authorization": {"Bearer " + op}}
+
+	// Guards: no token, a foreign Origin, an unknown session.
+	if _, res, err := websocket.DefaultDialer.Dial(wsURL, nil); err == nil || res.StatusCode != 401 {
+		t.Fatalf("no token: %v %v", err, res)
+	}
+	evil := http.Header{"Authorization": {"Bearer " + op}, "Origin": {"https://evil.example"}}
+	if _, res, err := websocket.DefaultDialer.Dial(wsURL, evil); err == nil || res.StatusCode != 403 {
+		t.Fatalf("foreign origin: %v %v", err, res)
+	}
+	if _, res, err := websocket.DefaultDialer.Dial(strings.Replace(wsURL, s.ID, "00000000-0000-4000-8000-000000000000", 1), hdr); err == nil || res.StatusCode != 404 {
+		t.Fatalf("unknown session: %v %v", err, res)
+	}
+	h.problem(422, sim.CodeStudioReq, h.get(sim.StudioSession+"/"+s.ID+"/live", op))
+
+	conn, _, err := websocket.DefaultDialer.Dial(wsURL, hdr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	type out struct {
+		Type     string          `json:"type"`
+		Revision int64           `json:"revision"`
+		Session  json.RawMessage `json:"session"`
+		Problem  *struct {
+			Status int    `json:"status"`
+			Code   string `json:"code"`
+		} `json:"problem"`
+	}
+	read := func(want string) out {
+		t.Helper()
+		var m out
+		if err := conn.ReadJSON(&m); err != nil {
+			t.Fatal(err)
+		}
+		if m.Type != want {
+			t.Fatalf("got %s (%s), want %s", m.Type, m.Session, want)
+		}
+		return m
+	}
+	view := func(m out) studioSession {
+		var x studioSession
+		if err := json.Unmarshal(m.Session, &x); err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	if v := view(read("view")); v.Revision != 1 || v.View.Status != "queued" {
+		t.Fatalf("%+v", v)
+	}
+	send := func(rev int64, cmd string) {
+		t.Helper()
+		if err := conn.WriteJSON(map[string]any{"type": "command", "revision": rev, "command": json.RawMessage(cmd)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(1, `{"continue":{}}`)
+	read("running")
+	if v := view(read("view")); v.Revision != 2 || v.View.Status != "waiting" || v.View.Boundary.Waits[0].Kind != "human" {
+		t.Fatalf("%+v", v)
+	}
+	send(1, `{"next":{}}`) // stale
+	if m := read("error"); m.Problem.Code != sim.CodeRevision || m.Problem.Status != 409 {
+		t.Fatalf("%+v", m)
+	}
+	send(2, `{"humanDecision":{"name":"review","payload":{"decision":"approve","data":{"note":"fine"}}}}`)
+	read("running")
+	read("view")
+	// A command over HTTP reaches the panel too.
+	h.must(200, h.studioCommand(op, s.ID, 3, `{"continue":{}}`), nil)
+	v := view(read("view"))
+	if v.Revision != 4 || v.View.Status != "succeeded" || string(v.View.Variables.Output) != `{"decision":"approve"}` {
+		t.Fatalf("%+v", v)
+	}
+	// Closing the session ends the channel.
+	h.do(req{method: "DELETE", path: sim.StudioSession + "/" + s.ID, token: op})
+	if m := read("error"); m.Problem.Status != 410 {
+		t.Fatalf("%+v", m)
+	}
+}
+
+func TestStudioExecuteAndCheck(t *testing.T) {
+	h := newHarness(t)
+	op := h.localToken()
+	exec := func(body map[string]any) (string, string, map[string]any) {
+		t.Helper()
+		var res map[string]any
+		h.must(200, h.post("/studio/local/debug/execute", op, body), &res)
+		reason, _ := res["reason"].(string)
+		return res["status"].(string), reason, res
+	}
+	flow := map[string]any{"source": platformtest.FlowWorkflow, "definitions": []string{platformtest.GreetAction, platformtest.NothingAction},
+		"input": map[string]any{"name": "Ada"}}
+	mocks := map[string]any{"action:acme/greet@1": map[string]any{"output": map[string]any{"name": "Ada"}}, "node:nothing": map[string]any{"output": map[string]any{}}}
+	with := func(extra map[string]any) map[string]any {
+		out := map[string]any{}
+		for k, v := range flow {
+			out[k] = v
+		}
+		for k, v := range extra {
+			out[k] = v
+		}
+		return out
+	}
+	st, reason, res := exec(with(map[string]any{"mode": "workflow", "mocks": mocks}))
+	if st != "completed" || reason != "" || len(res["trace"].([]any)) == 0 {
+		t.Fatalf("%v", res)
+	}
+	if stubs := res["compile"].(map[string]any)["stubs"].([]any); len(stubs) != 2 {
+		t.Fatalf("stubs %v", stubs)
+	}
+	if st, _, res = exec(with(map[string]any{"mode": "step", "stepId": "greet", "mocks": mocks})); st != "completed" {
+		t.Fatalf("%v", res)
+	}
+	trace := res["trace"].([]any)
+	if last := trace[len(trace)-1].(map[string]any); last["nodeId"] != "greet" || last["type"] != "step_completed" {
+		t.Fatalf("%v", trace)
+	}
+	if st, _, res = exec(with(map[string]any{"mode": "before", "stepId": "bump", "mocks": mocks})); st != "completed" ||
+		res["run"].(map[string]any)["selectedNode"] != "bump" {
+		t.Fatalf("%v", res)
+	}
+	if st, reason, _ = exec(with(map[string]any{"mode": "workflow"})); st != "blocked" || reason != "missing_mock" {
+		t.Fatalf("%s %s", st, reason)
+	}
+	if st, reason, _ = exec(with(map[string]any{"mode": "step", "stepId": "broken", "mocks": mocks})); st != "blocked" || reason != "path" {
+		t.Fatalf("%s %s", st, reason)
+	}
+	if st, reason, _ = exec(with(map[string]any{"mode": "workflow", "mocks": mocks, "input": map[string]any{"name": "A", "mode": "fail"}})); st != "failed" || reason != "" {
+		t.Fatalf("%s %s", st, reason)
+	}
+	// Waits: a duration wait advances by itself unless autoAdvance is off.
+	waitIn := map[string]any{"name": "A", "mode": "wait", "pause": "1h"}
+	if st, _, _ = exec(with(map[string]any{"mode": "workflow", "mocks": mocks, "input": waitIn})); st != "completed" {
+		t.Fatal(st)
+	}
+	if st, reason, _ = exec(with(map[string]any{"mode": "workflow", "mocks": mocks, "input": waitIn, "autoAdvance": false})); st != "blocked" {
+		t.Fatal(st, reason)
+	}
+	// Signals and people: blocked without a script, completed with one.
+	approval := map[string]any{"source": platformtest.ApprovalWorkflow, "mode": "workflow"}
+	if st, reason, _ = exec(approval); st != "blocked" || reason != "signal" {
+		t.Fatalf("%s %s", st, reason)
+	}
+	approval["scripts"] = []any{map[string]any{"signal": map[string]any{"name": "order.approved", "payload": map[string]any{"approver": "Bo"}}}}
+	if st, _, res = exec(approval); st != "completed" {
+		t.Fatalf("%v", res)
+	}
+	if st, reason, _ = exec(map[string]any{"source": humanWorkflow, "mode": "workflow"}); st != "blocked" || reason != "human" {
+		t.Fatalf("%s %s", st, reason)
+	}
+	// A called workflow without a mock blocks on the callee; with one it
+	// completes.
+	parent := map[string]any{"source": parentWorkflow, "definitions": []string{childWorkflow}, "mode": "workflow"}
+	if st, reason, _ = exec(parent); st != "blocked" || reason != "callee" {
+		t.Fatalf("%s %s", st, reason)
+	}
+	parent["workflows"] = map[string]any{"acme/child@1": map[string]any{"output": map[string]any{"passed": true}}}
+	if st, _, res = exec(parent); st != "completed" {
+		t.Fatalf("%v", res)
+	}
+	// Compile errors: failed with the diagnostics.
+	if st, _, res = exec(map[string]any{"source": "kind: workflow\n", "mode": "workflow"}); st != "failed" || res["compile"].(map[string]any)["ok"] != false {
+		t.Fatalf("%v", res)
+	}
+	for _, bad := range []map[string]any{{"source": humanWorkflow, "mode": "all"}, {"source": humanWorkflow, "mode": "step"},
+		{"source": humanWorkflow, "mode": "step", "stepId": "nope"}, {"source": humanWorkflow, "mode": "step", "stepId": "review", "instanceKey": "x[0]"}} {
+		h.problem(422, sim.CodeStudioReq, h.post("/studio/local/debug/execute", op, bad))
+	}
+
+	// testdata/check
+	doc := map[string]any{"schemaVersion": 1, "kind": "test-data", "updatedAt": "2026-01-01T00:00:00Z",
+		"input":   map[string]any{"value": map[string]any{"name": "Ada"}, "source": "manual"},
+		"pins":    map[string]any{"greet": map[string]any{"name": "x"}, "nothing": map[string]any{"name": 5}, "bump": 1, "ghost": 1},
+		"signals": map[string]any{"order.approved": map[string]any{}}, "waits": map[string]any{"autoAdvance": true}}
+	var cr sim.CheckResponse
+	h.must(200, h.post("/studio/local/testdata/check", op, map[string]any{"source": flow["source"], "definitions": flow["definitions"], "document": doc}), &cr)
+	got := map[string]string{}
+	for _, e := range cr.Entries {
+		got[e.Path] = fmt.Sprint(e.OK, e.Code)
+	}
+	want := map[string]string{"/input/value": "true", "/pins/greet": "true", "/pins/nothing": "true", "/pins/bump": "false" + sim.CodeDocTestData,
+		"/pins/ghost": "false" + sim.CodeDocTestData, "/signals/order.approved": "false" + sim.CodeDocTestData}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("%v", got)
+	}
+	doc["input"] = map[string]any{"value": map[string]any{"name": "A", "apiKey": "k"}, "source": "manual"}
+	h.must(200, h.post("/studio/local/testdata/check", op, map[string]any{"source": flow["source"], "definitions": flow["definitions"], "document": doc}), &cr)
+	if cr.Entries[0].Path != "/input/value" || cr.Entries[0].Code != sim.CodeSecretValue {
+		t.Fatalf("%+v", cr.Entries)
+	}
+	doc["schemaVersion"] = 2
+	h.problem(422, sim.CodeDocTestData, h.post("/studio/local/testdata/check", op, map[string]any{"source": flow["source"], "definitions": flow["definitions"], "document": doc}))
+}
+
+// seedStudioSession opens an editor host session (for the route-wide
+// tests) and answers its id.
+func seedStudioSession(h *harness, op string) string {
+	h.t.Helper()
+	var s studioSession
+	h.must(201, h.post(sim.StudioSession, op, map[string]any{"source": humanWorkflow}), &s)
+	return s.ID
+}

@@ -105,7 +105,9 @@ func BenchmarkProviderIngressBatch100(b *testing.B) {
 	b.ReportMetric(float64(b.N*100)/el.Seconds(), "events-acked/s")
 }
 
-func replaceAll(s, old, repl string) string { return string(bytes.ReplaceAll([]byte(s), []byte(old), []byte(repl))) }
+func replaceAll(s, old, repl string) string {
+	return string(bytes.ReplaceAll([]byte(s), []byte(old), []byte(repl)))
+}
 
 // BenchmarkProviderIngressToRunStarted: b.N Slack events sent one at a
 // time, 10 ms apart (a steady stream, not a saturation test); for each,

@@ -96,7 +96,7 @@ func BenchmarkDurableThreeStepRuns(b *testing.B) {
 	sizes0 := tableBytes(b, h)
 
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu0 := time.Now(), processCPU(b)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := 0; w < 16; w++ {
@@ -120,13 +120,14 @@ func BenchmarkDurableThreeStepRuns(b *testing.B) {
 	for countEnded(h)-before < b.N {
 		time.Sleep(2 * time.Millisecond)
 	}
-	el := time.Since(start)
+	el, cpu := time.Since(start), processCPU(b)-cpu0
 	b.StopTimer()
 	var events int
 	_ = h.d.DB.Reader().QueryRow(`SELECT count(*) FROM platform_run_events`).Scan(&events)
 	b.ReportMetric(float64(b.N)/el.Seconds(), "runs/s")
 	b.ReportMetric(float64(events-events0)/el.Seconds(), "transitions/s")
 	b.ReportMetric(bytesPerRun(b, sizes0, tableBytes(b, h)), "B/run")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/op")
 }
 
 // BenchmarkSignalToNextStep measures, per signal, the time from sending

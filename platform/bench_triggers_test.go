@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -73,7 +74,7 @@ func BenchmarkWebhookTriggerToRunStarted(b *testing.B) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu0 := time.Now(), processCPU(b)
 	for range 64 {
 		wg.Add(1)
 		go func() {
@@ -106,12 +107,25 @@ func BenchmarkWebhookTriggerToRunStarted(b *testing.B) {
 		}()
 	}
 	wg.Wait()
-	el := time.Since(start)
+	el, cpu := time.Since(start), processCPU(b)-cpu0
 	b.StopTimer()
 	if n := countAllRuns(h) - before; n != b.N {
 		b.Fatalf("%d runs for %d deliveries", n, b.N)
 	}
 	b.ReportMetric(float64(b.N)/el.Seconds(), "runs-started/s")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/op")
+}
+
+// processCPU is the CPU time (user and system) the test process has used.
+// Per operation it is the benchmarks' steadier figure on a shared machine:
+// other processes slow the rate down but hardly change the CPU each
+// operation costs (BENCHMARKS.md, "Run start and transitions").
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkSchedulesDueSameMinute: 1,000 schedules ("* * * * *") are due

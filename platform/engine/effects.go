@@ -21,7 +21,24 @@ func (s *Service) perform(ctx context.Context, tx *sql.Tx, r *runRow, p *program
 			return err
 		}
 	}
+	// The records of consecutive effects share one log statement; lines
+	// keep the effects' order.
+	var lines []logLine
+	flush := func() error {
+		err := writeLogs(ctx, tx, r.ID, lines)
+		lines = lines[:0]
+		return err
+	}
 	for _, ef := range effects {
+		if ef.Kind == kernel.EffectRecord {
+			if ef.Record != nil {
+				lines = append(lines, recordLine(ef.Record))
+			}
+			continue
+		}
+		if err := flush(); err != nil {
+			return err
+		}
 		var err error
 		switch ef.Kind {
 		case kernel.EffectStartTask:
@@ -42,14 +59,12 @@ func (s *Service) perform(ctx context.Context, tx *sql.Tx, r *runRow, p *program
 			err = s.emitOutbox(ctx, tx, r, EventIncidentOpened, ef.Incident)
 		case kernel.EffectResolveIncident:
 			err = s.emitOutbox(ctx, tx, r, EventIncidentResolved, ef.Incident)
-		case kernel.EffectRecord:
-			err = logRecord(ctx, tx, r.ID, ef.Record)
 		}
 		if err != nil {
 			return err
 		}
 	}
-	return nil
+	return flush()
 }
 
 // startTask routes an issued task to its executor: built-in echo and noop

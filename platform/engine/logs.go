@@ -24,36 +24,54 @@ type logLine struct {
 
 // writeLog appends a line to run id's log in tx.
 func writeLog(ctx context.Context, tx *sql.Tx, id string, l logLine) error {
-	if l.Level == "" {
-		l.Level = "info"
-	}
-	var data *string
-	if l.Data != nil {
-		raw, err := json.Marshal(l.Data)
-		if err != nil {
-			return fmt.Errorf("engine: encode log data: %w", err)
+	return writeLogs(ctx, tx, id, []logLine{l})
+}
+
+// logInsert is the statement that appends logRowsPerInsert lines at most;
+// the lines of one event share a statement (fewer statements per
+// transition).
+const (
+	logInsert        = `INSERT INTO platform_run_logs(run_id, at, seq, level, type, node_id, message, data) VALUES `
+	logRow           = `(?, ?, ?, ?, ?, ?, ?, ?)`
+	logRowsPerInsert = 8
+)
+
+// writeLogs appends lines to run id's log in tx, in order.
+func writeLogs(ctx context.Context, tx *sql.Tx, id string, lines []logLine) error {
+	for len(lines) > 0 {
+		n := min(len(lines), logRowsPerInsert)
+		args := make([]any, 0, 8*n)
+		for _, l := range lines[:n] {
+			if l.Level == "" {
+				l.Level = "info"
+			}
+			var data *string
+			if l.Data != nil {
+				raw, err := json.Marshal(l.Data)
+				if err != nil {
+					return fmt.Errorf("engine: encode log data: %w", err)
+				}
+				s := string(raw)
+				data = &s
+			}
+			var seq *int64
+			if l.Seq > 0 {
+				seq = &l.Seq
+			}
+			args = append(args, id, l.At.UnixMilli(), seq, l.Level, l.Type, optional(l.Node), l.Message, data)
 		}
-		s := string(raw)
-		data = &s
-	}
-	var seq *int64
-	if l.Seq > 0 {
-		seq = &l.Seq
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO platform_run_logs(run_id, at, seq, level, type, node_id, message, data)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, id, l.At.UnixMilli(), seq, l.Level, l.Type, optional(l.Node), l.Message, data); err != nil {
-		return fmt.Errorf("engine: write run log: %w", err)
+		if _, err := tx.ExecContext(ctx, logInsert+strings.Repeat(logRow+", ", n-1)+logRow, args...); err != nil {
+			return fmt.Errorf("engine: write run log: %w", err)
+		}
+		lines = lines[n:]
 	}
 	return nil
 }
 
-// logRecord writes a kernel history record as a log line.
-func logRecord(ctx context.Context, tx *sql.Tx, id string, r *kernel.Record) error {
-	if r == nil {
-		return nil
-	}
-	return writeLog(ctx, tx, id, logLine{At: r.ObservedAt, Seq: r.Seq, Level: recordLevel(r.Type), Type: r.Type,
-		Node: r.NodeID, Message: recordMessage(r), Data: r})
+// recordLine is the log line of a kernel history record.
+func recordLine(r *kernel.Record) logLine {
+	return logLine{At: r.ObservedAt, Seq: r.Seq, Level: recordLevel(r.Type), Type: r.Type,
+		Node: r.NodeID, Message: recordMessage(r), Data: r}
 }
 
 func recordLevel(t string) string {

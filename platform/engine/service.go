@@ -124,6 +124,12 @@ func (s *Service) notify() {
 // left for the loop (inline tasks, continue, held events), and performs the
 // effects durably (perform). A refusal (*kernel.Error) writes nothing.
 func (s *Service) apply(ctx context.Context, tx *sql.Tx, r *runRow, p *program, e kernel.Event) ([]kernel.Effect, error) {
+	effects, _, err := s.applyWork(ctx, tx, r, p, e)
+	return effects, err
+}
+
+// applyWork is apply, also answering the needs_work flag it stored.
+func (s *Service) applyWork(ctx context.Context, tx *sql.Tx, r *runRow, p *program, e kernel.Event) ([]kernel.Effect, bool, error) {
 	prev := r.State.Seq
 	e.Seq, e.At = prev+1, s.timestamp()
 	if e.ID == "" {
@@ -131,7 +137,7 @@ func (s *Service) apply(ctx context.Context, tx *sql.Tx, r *runRow, p *program, 
 	}
 	st, effects, err := kernel.Step(p.p, r.State, e)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	_, _, inline := p.inlineTask(&st)
 	work := inline && !st.Status.Terminal()
@@ -143,21 +149,21 @@ func (s *Service) apply(ctx context.Context, tx *sql.Tx, r *runRow, p *program, 
 	if !work {
 		held, err := hasInbox(ctx, tx, r.ID)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		work = held
 	}
-	if err := s.saveStep(ctx, tx, r.ID, prev, st, e, effects, work, !p.sec.none); err != nil {
-		return nil, err
+	if err := s.saveStep(ctx, tx, r.ID, r.State, st, e, effects, work, !p.sec.none); err != nil {
+		return nil, false, err
 	}
 	if err := indexIncidents(ctx, tx, r.ID, r.Environment, effects); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	r.State, r.UpdatedAt = st, e.At
 	if err := s.perform(ctx, tx, r, p, e, effects); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return effects, nil
+	return effects, work, nil
 }
 
 // Run drives runs until ctx is cancelled: held events, inline work
@@ -377,9 +383,10 @@ func (s *Service) drive(ctx context.Context, id string) error {
 		more := false
 		err := s.db.Write(ctx, func(tx *sql.Tx) error {
 			more = false
+			var c runCursor
 			for range eventsPerCommit {
 				var err error
-				if more, err = s.step1(ctx, tx, id); err != nil || !more {
+				if more, err = s.step1(ctx, tx, id, &c); err != nil || !more {
 					return err
 				}
 			}
@@ -393,11 +400,14 @@ func (s *Service) drive(ctx context.Context, id string) error {
 }
 
 // inline does up to eventsPerCommit events of r's inline work in tx (the
-// transaction that started it), so a run of built-in steps usually ends in
-// one commit; the loop does the rest. r is reloaded.
-func (s *Service) inline(ctx context.Context, tx *sql.Tx, r *runRow) error {
+// transaction that started it, which just applied r's started event with
+// program p and stored the needs_work flag work), so a run of built-in
+// steps usually ends in one commit; the loop does the rest. r is brought
+// up to date.
+func (s *Service) inline(ctx context.Context, tx *sql.Tx, r *runRow, p *program, work bool) error {
+	c := runCursor{r: *r, p: p, loaded: true, flagged: work}
 	for range eventsPerCommit {
-		more, err := s.step1(ctx, tx, r.ID)
+		more, err := s.step1(ctx, tx, r.ID, &c)
 		if err != nil {
 			return err
 		}
@@ -405,29 +415,68 @@ func (s *Service) inline(ctx context.Context, tx *sql.Tx, r *runRow) error {
 			break
 		}
 	}
-	fresh, err := s.getRun(ctx, tx, "", r.ID)
-	if err != nil {
-		return err
-	}
-	*r = fresh
+	*r = c.r
 	return nil
 }
 
-// step1 feeds run id its next event of inline work in tx, and answers
-// whether there may be more.
-func (s *Service) step1(ctx context.Context, tx *sql.Tx, id string) (bool, error) {
+// runCursor is a run being advanced by one transaction: its row and
+// program as this transaction last stored them, so that each next event
+// does not read and decode the whole row again (BENCHMARKS.md, "Run start
+// and transitions"). The zero value is not loaded yet. Only this
+// transaction's own events (apply, which updates r) change a run's state
+// in it; the effects of an event change other runs, and hold events for
+// the run at most, which only sets its needs_work flag.
+type runCursor struct {
+	r      runRow
+	p      *program
+	loaded bool
+	// flagged: this transaction stored needs_work = 1 with r's state,
+	// so the flag is still set.
+	flagged bool
+}
+
+// current brings c up to date with run id in tx and answers the run's
+// needs_work flag. Once loaded, it reads only the row's sequence and
+// flags (none when c is flagged), and reloads the row if another write
+// changed it after all.
+func (s *Service) current(ctx context.Context, tx *sql.Tx, id string, c *runCursor) (bool, error) {
+	if c.loaded && c.flagged {
+		return true, nil
+	}
+	var seq int64
+	var work, paused bool
+	err := tx.QueryRowContext(ctx, `SELECT seq, needs_work, paused FROM platform_runs WHERE id = ?`, id).Scan(&seq, &work, &paused)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, errNotFound
+	}
+	if err != nil {
+		return false, fmt.Errorf("engine: read work flag: %w", err)
+	}
+	if c.loaded && seq == c.r.State.Seq && paused == c.r.Paused {
+		return work, nil
+	}
+	c.loaded = false
 	r, p, err := s.load(ctx, tx, id)
+	if err != nil {
+		return false, err
+	}
+	*c = runCursor{r: r, p: p, loaded: true}
+	return work, nil
+}
+
+// step1 feeds run id its next event of inline work in tx, and answers
+// whether there may be more. c carries the run from one call to the next
+// in one transaction.
+func (s *Service) step1(ctx context.Context, tx *sql.Tx, id string, c *runCursor) (bool, error) {
+	work, err := s.current(ctx, tx, id, c)
 	if errors.Is(err, errLegacy) {
 		return false, s.skipLegacy(ctx, tx, id)
 	}
 	if err != nil {
 		return false, err
 	}
-	var work int
-	if err := tx.QueryRowContext(ctx, `SELECT needs_work FROM platform_runs WHERE id = ?`, id).Scan(&work); err != nil {
-		return false, fmt.Errorf("engine: read work flag: %w", err)
-	}
-	if work == 0 || r.Paused {
+	r, p := &c.r, c.p
+	if !work || r.Paused {
 		return false, nil
 	}
 	e, held, ok, err := s.nextHeld(ctx, tx, id)
@@ -440,6 +489,7 @@ func (s *Service) step1(ctx context.Context, tx *sql.Tx, id string) (bool, error
 		}
 	} else {
 		if r.State.Status.Terminal() {
+			c.flagged = false
 			return false, clearWork(ctx, tx, id, r.State.Seq)
 		}
 		e = kernel.Event{Kind: kernel.EventContinue}
@@ -447,7 +497,9 @@ func (s *Service) step1(ctx context.Context, tx *sql.Tx, id string) (bool, error
 			e = kernel.Event{Kind: kernel.EventTaskCompleted, TaskID: task, Output: out}
 		}
 	}
-	if _, err := s.apply(ctx, tx, &r, p, e); err != nil {
+	_, stored, err := s.applyWork(ctx, tx, r, p, e)
+	c.flagged = stored
+	if err != nil {
 		if kernel.ErrorCode(err) == "" {
 			return false, err
 		}

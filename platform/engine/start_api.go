@@ -91,10 +91,11 @@ func (s *Service) commitStart(ctx context.Context, tx *sql.Tx, pl *startPlan, by
 	if err := insertRun(ctx, tx, run); err != nil {
 		return runRow{}, err
 	}
-	if _, err := s.apply(ctx, tx, &run, pl.p, kernel.Event{Kind: kernel.EventStarted, RunID: run.ID, Input: pl.input}); err != nil {
+	_, work, err := s.applyWork(ctx, tx, &run, pl.p, kernel.Event{Kind: kernel.EventStarted, RunID: run.ID, Input: pl.input})
+	if err != nil {
 		return runRow{}, refusal(err)
 	}
-	if err := s.inline(ctx, tx, &run); err != nil {
+	if err := s.inline(ctx, tx, &run, pl.p, work); err != nil {
 		return runRow{}, err
 	}
 	return run, nil

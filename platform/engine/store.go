@@ -121,10 +121,12 @@ func insertRun(ctx context.Context, tx *sql.Tx, r runRow) error {
 }
 
 // saveStep appends the accepted event e with its records and stores the
-// state, the inline-work flag and the run's pending timers, in tx. prevSeq
-// fences concurrent writers. sealed: the event and the state are stored
-// sealed (the run's program holds secrets).
-func (s *Service) saveStep(ctx context.Context, tx *sql.Tx, id string, prevSeq int64, st kernel.State, e kernel.Event, effects []kernel.Effect, work, sealed bool) error {
+// state, the inline-work flag and the run's pending timers, in tx. prev is
+// the state e was applied to; prev.Seq fences concurrent writers. sealed:
+// the event and the state are stored sealed (the run's program holds
+// secrets).
+func (s *Service) saveStep(ctx context.Context, tx *sql.Tx, id string, prev, st kernel.State, e kernel.Event, effects []kernel.Effect, work, sealed bool) error {
+	prevSeq := prev.Seq
 	plain, err := json.Marshal(e)
 	if err != nil {
 		return fmt.Errorf("engine: encode event: %w", err)
@@ -165,12 +167,28 @@ func (s *Service) saveStep(ctx context.Context, tx *sql.Tx, id string, prevSeq i
 	} else if n != 1 {
 		return fmt.Errorf("engine: store state of run %s: it changed concurrently", id)
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM platform_run_timers WHERE run_id = ?`, id); err != nil {
-		return fmt.Errorf("engine: store timers: %w", err)
+	return saveTimers(ctx, tx, id, prev.Timers, st.Timers)
+}
+
+// saveTimers makes the run's rows in the due-timer table those of timers,
+// the state's; before, the state's timers were prev. The rows are the
+// saved state's timers (less those dropped once due, dropStaleTimers), so
+// only the timers that changed are written: most steps change none.
+func saveTimers(ctx context.Context, tx *sql.Tx, id string, prev, timers map[string]*kernel.Timer) error {
+	for tid, t := range prev {
+		if now, ok := timers[tid]; ok && now.Due.Equal(t.Due) {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM platform_run_timers WHERE run_id = ? AND timer_id = ?`, id, tid); err != nil {
+			return fmt.Errorf("engine: store timers: %w", err)
+		}
 	}
-	for _, t := range st.Timers {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO platform_run_timers(run_id, timer_id, due_at) VALUES (?, ?, ?)`,
-			id, t.ID, t.Due.UnixMilli()); err != nil {
+	for tid, t := range timers {
+		if was, ok := prev[tid]; ok && was.Due.Equal(t.Due) {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO platform_run_timers(run_id, timer_id, due_at) VALUES (?, ?, ?)
+			ON CONFLICT(run_id, timer_id) DO UPDATE SET due_at = excluded.due_at`, id, tid, t.Due.UnixMilli()); err != nil {
 			return fmt.Errorf("engine: store timers: %w", err)
 		}
 	}

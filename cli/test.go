@@ -447,9 +447,18 @@ trigger's, so its sender can sign test requests unchanged. Send one with
 			if asJSON {
 				return a.printJSON(l)
 			}
-			fmt.Fprintf(a.out, "Listening at %s until %s\n", tg.s.c.state.ServicesURL+l.TestURL, l.ExpiresAt.Local().Format(timeLayout))
+			tw := tabwriter.NewWriter(a.out, 0, 4, 2, ' ', 0)
+			fmt.Fprintf(tw, "Listen route %s\n", l.ID)
+			fmt.Fprintf(tw, "  url\t%s\n", tg.s.c.state.ServicesURL+l.TestURL)
+			fmt.Fprintf(tw, "  until\t%s\n", l.ExpiresAt.Local().Format(timeLayout))
 			if l.Secret != "" {
-				fmt.Fprintf(a.out, "Secret (shown once): %s\n", l.Secret)
+				fmt.Fprintf(tw, "  secret\t%s\n", l.Secret)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if l.Secret != "" {
+				fmt.Fprintln(a.out, "Store the secret with the sender now: it is not shown again.")
 			}
 			return nil
 		},

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -94,7 +95,7 @@ func BenchmarkProviderIngressBatch100(b *testing.B) {
 	b.ResetTimer()
 	el := postAll(b, b.N, func(i int64) *http.Request {
 		body := waMessages(100, "messages")
-		body = replaceAll(body, "wamid.M", fmt.Sprintf("wamid.%d-%d-", b.N, i))
+		body = strings.ReplaceAll(body, "wamid.M", fmt.Sprintf("wamid.%d-%d-", b.N, i))
 		req, _ := http.NewRequest("POST", h.base+wa.IngressURL, bytes.NewReader([]byte(body)))
 		for k, v := range metaSigned("meta-app-secret", body) {
 			req.Header.Set(k, v)
@@ -103,10 +104,6 @@ func BenchmarkProviderIngressBatch100(b *testing.B) {
 	})
 	b.StopTimer()
 	b.ReportMetric(float64(b.N*100)/el.Seconds(), "events-acked/s")
-}
-
-func replaceAll(s, old, repl string) string {
-	return string(bytes.ReplaceAll([]byte(s), []byte(old), []byte(repl)))
 }
 
 // BenchmarkProviderIngressToRunStarted: b.N Slack events sent one at a

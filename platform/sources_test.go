@@ -1,8 +1,10 @@
 package platform_test
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -584,4 +586,71 @@ func TestGitHubPushStartsRun(t *testing.T) {
 	}
 	h.must(200, h.get(ePath(h)+"/runs?limit=100", op), &runs)
 	is.Equal(len(runs.Items), 1)
+}
+
+// A failure of the admission commit answers 500 and acknowledges nothing:
+// no receipt is stored, and the provider's retry is admitted once the
+// store works again.
+func TestIngressFailureBeforeCommit(t *testing.T) {
+	is := is.New(t)
+	h := newHarness(t)
+	op := h.localToken()
+	act := setupFlow(h)
+	conn := h.mustConnection(op, map[string]any{"name": "ws", "provider": "slack", "config": map[string]string{"account_id": "T1"},
+		"secrets": map[string]string{"signing_secret": slackSecret}})
+	src := h.mustSource(op, h.sourceBody(op, conn, map[string]any{"kind": "run", "activation_id": act, "mapping": `{"name": input.event.text}`}))
+	exec := func(q string) error {
+		return h.d.DB.Write(context.Background(), func(tx *sql.Tx) error { _, err := tx.Exec(q); return err })
+	}
+	is.NoErr(exec(`CREATE TRIGGER fail_admission BEFORE INSERT ON platform_provider_receipts BEGIN SELECT RAISE(ABORT, 'disk gone'); END`))
+	msg := slackMessage("Ev1", "T1", "Ada")
+	h.problem(500, "PF-INTERNAL", h.ingest(src, []byte(msg), slackSigned(slackSecret, msg, time.Now())))
+	is.Equal(len(h.receipts(op, "")), 0)
+	is.NoErr(exec(`DROP TRIGGER fail_admission`))
+	var ack source.IngressAck
+	h.must(200, h.ingest(src, []byte(msg), slackSigned(slackSecret, msg, time.Now())), &ack)
+	is.Equal(ack.Events[0].Duplicate, false)
+	is.Equal(h.waitReceipt(op, ack.Events[0].ReceiptID).Status, source.StatusDispatched)
+}
+
+// The lists' limit is 1..100 on both sides, and a cursor pages on.
+func TestProviderListsPage(t *testing.T) {
+	is := is.New(t)
+	h := newHarness(t)
+	op := h.localToken()
+	act := setupFlow(h)
+	conn := h.mustConnection(op, map[string]any{"name": "ws", "provider": "slack", "secrets": map[string]string{"signing_secret": slackSecret}})
+	h.mustConnection(op, map[string]any{"name": "ws2", "provider": "slack", "secrets": map[string]string{"signing_secret": slackSecret}})
+	src := h.mustSource(op, h.sourceBody(op, conn, map[string]any{"kind": "run", "activation_id": act, "mapping": `{"name": input.event.text}`}))
+	h.mustSource(op, h.sourceBody(op, conn, map[string]any{"kind": "run", "activation_id": act, "mapping": `{"name": input.event.user}`}))
+	for i := range 2 {
+		msg := slackMessage(fmt.Sprintf("Ev%d", i), "T1", "x")
+		h.must(200, h.ingest(src, []byte(msg), slackSigned(slackSecret, msg, time.Now())), nil)
+	}
+	for _, path := range []string{connectionsPath(h), sourcesPath(h), receiptsPath(h)} {
+		h.problem(422, "PF-VALIDATION", h.get(path+"?limit=0", op))
+		h.problem(422, "PF-VALIDATION", h.get(path+"?limit=101", op))
+		h.must(200, h.get(path+"?limit=100", op), nil)
+		var first struct {
+			Items      []map[string]any `json:"items"`
+			NextCursor *string          `json:"next_cursor"`
+		}
+		h.must(200, h.get(path+"?limit=1", op), &first)
+		is.Equal(len(first.Items), 1)
+		is.True(first.NextCursor != nil)
+		var second struct {
+			Items      []map[string]any `json:"items"`
+			NextCursor *string          `json:"next_cursor"`
+		}
+		h.must(200, h.get(path+"?limit=1&cursor="+*first.NextCursor, op), &second)
+		is.Equal(len(second.Items), 1)
+		is.True(second.Items[0]["id"] != first.Items[0]["id"])
+		h.problem(422, "PF-VALIDATION", h.get(path+"?cursor=garbage", op))
+	}
+	// A receipt cursor is bound to its filters.
+	var page struct {
+		NextCursor *string `json:"next_cursor"`
+	}
+	h.must(200, h.get(receiptsPath(h)+"?limit=1&source_id="+src.ID, op), &page)
+	h.problem(422, "PF-VALIDATION", h.get(receiptsPath(h)+"?limit=1&cursor="+*page.NextCursor, op))
 }

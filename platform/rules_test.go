@@ -3,6 +3,7 @@ package platform_test
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -91,6 +92,8 @@ func TestHeadForEveryGet(t *testing.T) {
 	h.must(200, h.stepTest(op, stepBody(draft, "wait", "pause", nil)), &st)
 	ids["sessions"] = seedDebugSession(h, op)
 	studioID := seedStudioSession(h, op)
+	provider, conn := seedProviderSources(h, op, ids["activations"])
+	maps.Copy(ids, provider)
 	n := 0
 	for _, rt := range h.svc.API().Routes() {
 		if rt.Method != http.MethodGet || strings.HasSuffix(rt.Path, "/live") { // the live channel is a WebSocket
@@ -105,6 +108,7 @@ func TestHeadForEveryGet(t *testing.T) {
 			}
 			path = strings.ReplaceAll(path, "{adapter}", "echo")
 			path = strings.ReplaceAll(path, "{run}", run.ID)
+			path = strings.ReplaceAll(path, "{connection}", conn)
 			path = strings.ReplaceAll(path, "/schedules/{id}", "/schedules/"+sched.ID)
 			path = strings.ReplaceAll(path, "/triggers/{id}", "/triggers/"+trig.ID)
 			path = strings.ReplaceAll(path, "/step-tests/{id}", "/step-tests/"+st.ID)

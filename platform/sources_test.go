@@ -654,3 +654,21 @@ func TestProviderListsPage(t *testing.T) {
 	h.must(200, h.get(receiptsPath(h)+"?limit=1&source_id="+src.ID, op), &page)
 	h.problem(422, "PF-VALIDATION", h.get(receiptsPath(h)+"?limit=1&cursor="+*page.NextCursor, op))
 }
+
+// seedProviderSources makes one of each provider resource for the route
+// sweeps (TestHeadForEveryGet): a connection, a Slack source starting act
+// (whose input needs customerId) with a receipt, and a WhatsApp source
+// whose GET challenge answers. It answers the path replacements.
+func seedProviderSources(h *harness, op, act string) (ids map[string]string, conn string) {
+	h.t.Helper()
+	c := h.mustConnection(op, map[string]any{"name": "seed", "provider": "slack", "secrets": map[string]string{"signing_secret": slackSecret}})
+	src := h.mustSource(op, h.sourceBody(op, c, map[string]any{"kind": "run", "activation_id": act, "mapping": `{"customerId": input.event.text}`}))
+	msg := slackMessage("EvSeed", "T1", "c-1")
+	var ack source.IngressAck
+	h.must(200, h.ingest(src, []byte(msg), slackSigned(slackSecret, msg, time.Now())), &ack)
+	wc := h.mustConnection(op, map[string]any{"name": "seed-wa", "provider": "whatsapp",
+		"secrets": map[string]string{"app_secret": "meta-app-secret", "verify_token": "verify-me-please"}})
+	wa := h.mustSource(op, h.sourceBody(op, wc, map[string]any{"kind": "run", "activation_id": act, "mapping": `{"customerId": input.event.from}`}))
+	return map[string]string{"provider-sources": src.ID, "provider-receipts": ack.Events[0].ReceiptID,
+		"provider-ingress": wa.ID + "?hub.mode=subscribe&hub.verify_token=verify-me-please&hub.challenge=1"}, c.ID
+}

@@ -45,7 +45,7 @@ type debugFixture struct {
 	flow, approval, human, big json.RawMessage
 }
 
-func newDebugFixture(t *testing.T, opts ...harnessOption) *debugFixture {
+func newDebugFixture(t testing.TB, opts ...harnessOption) *debugFixture {
 	h := newHarness(t, opts...)
 	f := &debugFixture{h: h, op: h.localToken()}
 	h.mustPublish(f.op, "actions", platformtest.GreetAction, "g")

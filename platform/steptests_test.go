@@ -470,3 +470,45 @@ func TestTestActivations(t *testing.T) {
 	is.Equal(p.Revision, int64(2))
 	_ = json.Valid
 }
+
+func TestStepTestBoundsOfActivationsAndEnvironment(t *testing.T) {
+	is := is.New(t)
+	h, _, draft := stepHarness(t)
+	op := h.localToken()
+	h.must(200, h.putPolicy(op, "all", ""), nil)
+	base := ePath(h) + "/test-activations"
+	body := func(secs int) map[string]any {
+		return map[string]any{"draft_id": draft, "draft_revision": 1, "acknowledged_side_effect": "idempotency_key", "expires_in_seconds": secs}
+	}
+	// expires_in_seconds 1..3600: both ends accepted, 0 is the default.
+	var ta steptest.TestActivation
+	h.must(201, h.post(base, op, body(1)), &ta)
+	is.Equal(ta.ExpiresAt.Sub(ta.CreatedAt), time.Second)
+	h.must(201, h.post(base, op, body(0)), &ta)
+	is.Equal(ta.ExpiresAt.Sub(ta.CreatedAt), 900*time.Second)
+	h.problem(422, "PF-VALIDATION", h.post(base, op, body(3601)))
+	// listen bounds: max_body_bytes 1..1048576, tolerance_seconds 1..3600.
+	listen := base + "/" + ta.ID + "/listen"
+	for _, ok := range []map[string]any{{"max_body_bytes": 1}, {"max_body_bytes": 1 << 20}, {"tolerance_seconds": 1}, {"tolerance_seconds": 3600}} {
+		ok["secret_ref"] = "new"
+		var l steptest.Listen
+		h.must(201, h.post(listen, op, ok), &l)
+	}
+	for _, bad := range []map[string]any{{"max_body_bytes": -1}, {"tolerance_seconds": -1}, {"secret_ref": "trigger:nope"}, {}} {
+		if _, ok := bad["secret_ref"]; !ok && len(bad) > 0 {
+			bad["secret_ref"] = "new"
+		}
+		h.problem(422, "PF-VALIDATION", h.post(listen, op, bad))
+	}
+
+	// At most 16 live step tests per environment (4 per person).
+	approve := stepBody(draft, "human", "approve", map[string]any{"input": map[string]any{"subject": "x"}})
+	for i := range steptest.MaxLivePerEnvironment / steptest.MaxLivePerCreator {
+		_, tok := h.user("bound-"+string(rune('a'+i)), "developer", h.envScope())
+		for range steptest.MaxLivePerCreator {
+			h.must(200, h.stepTest(tok, approve), nil)
+		}
+	}
+	_, last := h.user("bound-last", "developer", h.envScope())
+	h.problem(429, "PF-STEPTEST-BUSY", h.stepTest(last, approve))
+}

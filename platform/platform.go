@@ -218,6 +218,7 @@ func New(ctx context.Context, d daemon.Deps, o Options) (*Service, error) {
 		return nil, err
 	}
 	s.engine.AddPhase("reclaim files", s.files.Sweep)
+	s.engine.UseFiles(s.files)
 	if s.source, err = source.New(source.Options{DB: d.DB, Box: d.Box, Runs: s.engine, Standing: standing, Logger: log, Now: now}); err != nil {
 		return nil, err
 	}

@@ -129,12 +129,17 @@ func (s *Service) signal(c *api.Call) error {
 		return err
 	}
 	return c.Commit(func(tx *sql.Tx) (*api.Result, error) {
-		r, _, err := s.read(c, tx)
+		r, p, err := s.read(c, tx)
 		if err != nil {
 			return nil, err
 		}
 		if r.State.Status.Terminal() {
 			return nil, api.Conflict(kernel.CodeRuntimeState, "run %s has ended (status %s); it accepts no signals", r.ID, r.State.Status)
+		}
+		payload, err := s.attachFiles(c.Context(), tx, r.Environment, r.ID, "/payload", payload, p.files.Signals[req.Name],
+			FileAccess{Environment: mayReadFiles(c, c.PathScope())})
+		if err != nil {
+			return nil, err
 		}
 		r, _, held, err := s.Deliver(c.Context(), tx, r.Environment, r.ID, kernel.Event{Kind: kernel.EventSignalReceived,
 			Signal: req.Name, Payload: json.RawMessage(payload)})

@@ -204,6 +204,7 @@ func (s *Service) startRun(c *api.Call, parent string) error {
 	if err != nil {
 		return err
 	}
+	pl.files = FileAccess{Environment: mayReadFiles(c, sc)}
 	return c.Commit(func(tx *sql.Tx) (*api.Result, error) {
 		run, err := s.commitStart(ctx, tx, pl, by)
 		if err != nil {

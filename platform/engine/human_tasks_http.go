@@ -356,7 +356,12 @@ func (s *Service) completeHumanTask(c *api.Call) error {
 	if err != nil {
 		return err
 	}
+	files := FileAccess{Environment: mayReadFiles(c, c.PathScope()), OriginKind: "human_task", OriginID: id}
 	return s.changeHuman(c, id, func(ctx context.Context, tx *sql.Tx, h humanRow, by string, now time.Time) (humanRow, error) {
+		data, err := s.attachFormFiles(ctx, tx, h, data, files)
+		if err != nil {
+			return h, err
+		}
 		return s.completeTask(ctx, tx, h, by, req.Decision, data, now)
 	})
 }
@@ -397,4 +402,19 @@ func (s *Service) completeTask(ctx context.Context, tx *sql.Tx, h humanRow, by, 
 		return h, err
 	}
 	return completeHuman(ctx, tx, h, by, decision, redact(data, p.sec.Forms[h.NodeID]), now)
+}
+
+// attachFormFiles checks the file references of a completion's data: the
+// files uploaded through the task, those its run refers to, or any file
+// of the environment for a caller with file.read.
+func (s *Service) attachFormFiles(ctx context.Context, tx *sql.Tx, h humanRow, data json.RawMessage, a FileAccess) (json.RawMessage, error) {
+	r, err := s.getRun(ctx, tx, h.Environment, h.RunID)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.program(ctx, tx, r.Project, r.PublishedVersionID)
+	if err != nil {
+		return nil, err
+	}
+	return s.attachFiles(ctx, tx, h.Environment, h.RunID, "/data", data, p.files.Forms[h.NodeID], a)
 }

@@ -26,6 +26,8 @@ type program struct {
 	adapters map[string]string
 	// sec says where its runs' values hold secrets.
 	sec secrets
+	// files says where they hold file references.
+	files kernel.FilePositions
 }
 
 // artifactRefs are the parts of a workflow artifact the engine reads.
@@ -105,6 +107,7 @@ func (s *Service) program(ctx context.Context, q catalog.Querier, project, versi
 		return nil, fmt.Errorf("engine: load workflow version %s: %w", versionID, err)
 	}
 	p.sec = newSecrets(p.p)
+	p.files = p.p.Files()
 	s.mu.Lock()
 	s.programs[versionID] = p
 	s.mu.Unlock()

@@ -79,6 +79,8 @@ type Service struct {
 	phases []namedPhase
 	// admit decides whether new runs may start in a scope (SetAdmission).
 	admit Admission
+	// files checks the file references of run values (UseFiles).
+	files FileRefs
 }
 
 // New builds the service.

@@ -25,6 +25,8 @@ type startPlan struct {
 	p      *program
 	// test marks the run a test run (LocalStart.Test).
 	test bool
+	// files says which files the input may refer to (the starter's).
+	files FileAccess
 }
 
 // planStart validates a start of req in sc (the retry of parent when parent
@@ -91,7 +93,11 @@ func (s *Service) commitStart(ctx context.Context, tx *sql.Tx, pl *startPlan, by
 	if err := insertRun(ctx, tx, run); err != nil {
 		return runRow{}, err
 	}
-	_, work, err := s.applyWork(ctx, tx, &run, pl.p, kernel.Event{Kind: kernel.EventStarted, RunID: run.ID, Input: pl.input})
+	input, err := s.attachFiles(ctx, tx, sc.Environment, run.ID, "/input", pl.input, pl.p.files.Input, pl.files)
+	if err != nil {
+		return runRow{}, err
+	}
+	_, work, err := s.applyWork(ctx, tx, &run, pl.p, kernel.Event{Kind: kernel.EventStarted, RunID: run.ID, Input: input})
 	if err != nil {
 		return runRow{}, refusal(err)
 	}

@@ -486,6 +486,11 @@ func (s *Service) report(c *api.Call, id, worker, outcome string, e kernel.Event
 			}
 			return nil, endedConflict(id, end)
 		}
+		if e.Kind == kernel.EventTaskCompleted {
+			if e.Output, err = s.attachOutputFiles(ctx, tx, w, e.Output); err != nil {
+				return nil, err
+			}
+		}
 		now := s.timestamp()
 		r, _, held, err := s.Deliver(ctx, tx, sc.Environment, w.RunID, e)
 		if err != nil {
@@ -559,4 +564,19 @@ func (s *Service) listTasks(c *api.Call) error {
 		return err
 	}
 	return c.OK(page)
+}
+
+// attachOutputFiles checks the file references of a worker's output: the
+// files its task created, or those its run already refers to.
+func (s *Service) attachOutputFiles(ctx context.Context, tx *sql.Tx, w workerTask, output json.RawMessage) (json.RawMessage, error) {
+	r, err := s.getRun(ctx, tx, w.Environment, w.RunID)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.program(ctx, tx, r.Project, r.PublishedVersionID)
+	if err != nil {
+		return nil, err
+	}
+	return s.attachFiles(ctx, tx, w.Environment, w.RunID, "/output", output, p.files.Steps[w.Spec.NodeID],
+		FileAccess{OriginKind: "task", OriginID: w.TaskID})
 }

@@ -70,6 +70,15 @@ func (s *schema) secretPointers() []string {
 	if s == nil {
 		return nil
 	}
+	return s.markedPointers(isSecretSchema, func(r view) bool { return s.set.holdsSecret(r, map[string]bool{}) })
+}
+
+// markedPointers lists the pointers of the positions of a schema whose
+// schema object satisfies marked (following properties, additional
+// properties and items, at most maxSecretPointers). A recursive reference
+// is listed whole ("" below it) when recursive reports it can hold a
+// marked position; a nil recursive leaves it out.
+func (s *schema) markedPointers(marked func(any) bool, recursive func(view) bool) []string {
 	ss := s.set
 	inProgress := map[string]bool{}
 	var walk func(v view, depth int) []string
@@ -78,7 +87,7 @@ func (s *schema) secretPointers() []string {
 			return nil
 		}
 		r := ss.resolve(v)
-		if isSecretSchema(v.v) || isSecretSchema(r.v) {
+		if marked(v.v) || marked(r.v) {
 			return []string{""}
 		}
 		m, ok := r.v.(map[string]any)
@@ -90,7 +99,7 @@ func (s *schema) secretPointers() []string {
 			// A recursive reference: its values nest without bound, so
 			// pointers cannot list them; the whole value is redacted when
 			// it can hold a secret.
-			if ss.holdsSecret(r, map[string]bool{}) {
+			if recursive != nil && recursive(r) {
 				return []string{""}
 			}
 			return nil

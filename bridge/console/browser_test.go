@@ -106,7 +106,7 @@ func newPage(t *testing.T) *page {
 
 func (p *page) run(actions ...chromedp.Action) {
 	p.t.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(p.ctx, 60*time.Second)
 	defer cancel()
 	if err := chromedp.Run(ctx, actions...); err != nil {
 		p.t.Fatalf("browser: %v (page errors: %v)", err, p.errors())
@@ -122,7 +122,7 @@ func (p *page) errors() []string {
 // wait polls a JavaScript condition until it holds.
 func (p *page) wait(what, expr string) {
 	p.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(60 * time.Second) // generous: CI runs this under -race on busy machines
 	for {
 		var ok bool
 		if err := chromedp.Run(p.ctx, chromedp.Evaluate(expr, &ok)); err == nil && ok {
@@ -131,7 +131,7 @@ func (p *page) wait(what, expr string) {
 		if time.Now().After(deadline) {
 			var text string
 			_ = chromedp.Run(p.ctx, chromedp.Evaluate(`document.body.innerText`, &text))
-			p.t.Fatalf("waited 30s for %s; page errors: %v; page text:\n%s", what, p.errors(), text)
+			p.t.Fatalf("waited 60s for %s; page errors: %v; page text:\n%s", what, p.errors(), text)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -242,7 +242,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	p := newPage(t)
 	is := is.New(t)
 	defer func() { p.t = t }()
-	e := startDaemon(t, t.TempDir(), "bridge:\n  profiles:\n    default: {provider: echo}\n")
+	e := startDaemon(t, t.TempDir(), "bridge:\n  max-concurrent-jobs: 32\n  profiles:\n    default: {provider: echo}\n")
 	g := &gateway{t: t, e: e, hc: jar()}
 	g.csrf = e.signIn(g.hc)
 
@@ -273,6 +273,10 @@ func TestConsoleInBrowser(t *testing.T) {
 		p.t, is = t, is.New(t)
 		p.open(e.bridge + "/console/#/clients")
 		p.wait("the token form", `!!document.querySelector('#client-id')`)
+		// The API's refusal, in plain words.
+		p.set(`#client-id`, "owner")
+		p.click(`[data-testid=create-token]`)
+		p.wait("the refusal", `(document.querySelector('[data-testid=token-form] .error:not([hidden])')?.textContent || '').includes('"owner" is reserved')`)
 		p.set(`#client-id`, "ci-app")
 		p.set(`#client-preset`, "workflows")
 		p.set(`#client-profiles`, "default")
@@ -398,6 +402,54 @@ func TestConsoleInBrowser(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
+	})
+
+	t.Run("page through 1,000 jobs", func(t *testing.T) {
+		p.t, is = t, is.New(t)
+		var wg sync.WaitGroup
+		ids := make(chan string, 1000)
+		for w := 0; w < 8; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; i < 1000; i += 8 {
+					r := call(t, http.DefaultClient, "POST", e.bridge+"/v1/bridge/jobs", e.owner, fmt.Sprintf(`{"prompt":"bulk %d"}`, i), nil)
+					if r.status != 202 {
+						t.Errorf("job %d: %v", i, r)
+						return
+					}
+					ids <- r.body["id"].(string)
+				}
+			}()
+		}
+		wg.Wait()
+		is.Equal(len(ids), 1000)
+		// Let them finish, so the list stands still while it is paged.
+		for i := 0; ; i++ {
+			st := call(t, http.DefaultClient, "GET", e.bridge+"/v1/bridge/status", e.owner, "", nil)
+			jobs := st.body["jobs"].(map[string]any)
+			if jobs["queued"] == float64(0) && jobs["running"] == float64(0) {
+				break
+			}
+			if i > 600 {
+				t.Fatalf("the jobs did not finish: %v", jobs)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		p.open(e.bridge + "/console/#/overview")
+		p.click(`[data-testid=nav-jobs]`)
+		p.wait("a full first page", `document.querySelectorAll('[data-testid=jobs] tr[data-job]').length === 50`)
+		var first, second string
+		p.run(chromedp.Evaluate(`document.querySelector('[data-testid=jobs] tr[data-job]').dataset.job`, &first))
+		for page := 2; page <= 21; page++ {
+			p.click(`[data-testid=jobs] [data-testid=next-page]`)
+			p.wait(fmt.Sprintf("page %d", page), fmt.Sprintf(`(document.querySelector('[data-testid=jobs] .pager')?.textContent || '').includes('page %d ·')`, page))
+		}
+		p.run(chromedp.Evaluate(`document.querySelector('[data-testid=jobs] tr[data-job]').dataset.job`, &second))
+		is.True(first != second)
+		var disabled bool
+		p.run(chromedp.Evaluate(`document.querySelector('[data-testid=jobs] [data-testid=next-page]').disabled`, &disabled))
+		is.True(disabled) // 1,003 jobs: the 21st page is the last
 	})
 
 	t.Run("overview with data", func(t *testing.T) {

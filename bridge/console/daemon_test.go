@@ -137,6 +137,15 @@ func TestConsoleOnTheDaemon(t *testing.T) {
 	is.Equal(job.status, 202)
 	is.Equal(job.body["client"], "owner")
 
+	// An event stream through the gateway lives as long as the session.
+	sreq, _ := http.NewRequest("GET", e.bridge+"/console/api/bridge/events", nil)
+	stream, err := hc.Do(sreq)
+	is.NoErr(err)
+	defer stream.Body.Close()
+	is.Equal(stream.StatusCode, 200)
+	closed := make(chan error, 1)
+	go func() { _, err := io.Copy(io.Discard, stream.Body); closed <- err }()
+
 	// bridge revoke --id owner signs the browser out.
 	rv := call(t, http.DefaultClient, "DELETE", e.bridge+"/v1/bridge/admin/clients/owner", e.owner, "", nil)
 	is.Equal(rv.status, 200)

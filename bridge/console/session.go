@@ -30,6 +30,8 @@ type session struct {
 	created   time.Time
 	lastSeen  time.Time
 	expiresAt time.Time
+	// done is closed when the session ends, which ends its open streams.
+	done chan struct{}
 }
 
 // authority holds the pending sign-in codes and the sessions, both by the
@@ -107,10 +109,10 @@ func (a *authority) open() (id string, s *session) {
 				oldest, t = h, s.lastSeen
 			}
 		}
-		delete(a.sessions, oldest)
+		a.dropLocked(oldest)
 	}
 	id = randomSecret()
-	s = &session{csrf: randomSecret(), created: now, lastSeen: now, expiresAt: now.Add(SessionMax)}
+	s = &session{csrf: randomSecret(), created: now, lastSeen: now, expiresAt: now.Add(SessionMax), done: make(chan struct{})}
 	a.sessions[hashOf(id)] = s
 	return id, s
 }
@@ -125,7 +127,7 @@ func (a *authority) lookup(id string) (session, bool) {
 	}
 	now := a.now()
 	if !now.Before(s.expiresAt) || !now.Before(s.lastSeen.Add(SessionIdle)) {
-		delete(a.sessions, hashOf(id))
+		a.dropLocked(hashOf(id))
 		return session{}, false
 	}
 	s.lastSeen = now
@@ -135,7 +137,7 @@ func (a *authority) lookup(id string) (session, bool) {
 // end signs one session out.
 func (a *authority) end(id string) {
 	a.mu.Lock()
-	delete(a.sessions, hashOf(id))
+	a.dropLocked(hashOf(id))
 	a.mu.Unlock()
 }
 
@@ -144,9 +146,19 @@ func (a *authority) endAll() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	n := len(a.sessions)
-	clear(a.sessions)
+	for h := range a.sessions {
+		a.dropLocked(h)
+	}
 	clear(a.codes)
 	return n
+}
+
+// dropLocked ends a session: removed, and its streams told to close.
+func (a *authority) dropLocked(h [32]byte) {
+	if s, ok := a.sessions[h]; ok {
+		close(s.done)
+		delete(a.sessions, h)
+	}
 }
 
 func (a *authority) expireLocked(now time.Time) {
@@ -157,7 +169,7 @@ func (a *authority) expireLocked(now time.Time) {
 	}
 	for h, s := range a.sessions {
 		if !now.Before(s.expiresAt) || !now.Before(s.lastSeen.Add(SessionIdle)) {
-			delete(a.sessions, h)
+			a.dropLocked(h)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -146,6 +147,17 @@ func (s *Service) signedIn(next http.Handler) http.Handler {
 				return
 			}
 		}
-		next.ServeHTTP(w, r)
+		// A request outlives its session no longer than the session: an
+		// event stream closes when the browser is signed out.
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		go func() {
+			select {
+			case <-sess.done:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }

@@ -169,6 +169,7 @@ export function paged({ columns, load, emptyText, emptyHint, rowAttrs, testid })
       h('div', { class: 'pager' }, prev, h('span', { class: 'muted' }, `page ${stack.length + 1} · ${page.rows.length} rows`), next));
   }
   box.reload = () => show();
+  box.atFirst = () => stack.length === 0;
   box.reset = () => { stack.length = 0; cursor = null; return show(); };
   show();
   return box;

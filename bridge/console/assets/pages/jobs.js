@@ -51,26 +51,34 @@ export function jobsPage() {
       return { rows: p.jobs, next: p.next };
     },
   });
-  // Live: update a row in place, or reload the first page for a new job.
+  // Live: update a row in place; new jobs reload the first page (at most
+  // twice a second), or, on a later page, are announced without moving it.
+  const fresh = h('button', { class: 'btn small', hidden: true, 'data-testid': 'new-jobs' });
+  let added = 0;
+  fresh.addEventListener('click', () => { added = 0; fresh.hidden = true; list.reset(); });
   let reload = null;
   jobEvents((ev) => {
-    if (ev.type === 'job.created' || (ev.type === 'job.updated' && !rowsById.has(ev.jobId))) {
-      clearTimeout(reload);
-      reload = setTimeout(() => list.reset(), 300);
+    if (ev.type === 'job.created') {
+      if (!list.atFirst()) {
+        added++;
+        fresh.textContent = `${added} new job${added === 1 ? '' : 's'}: show the newest`;
+        fresh.hidden = false;
+        return;
+      }
+      if (!reload) reload = setTimeout(() => { reload = null; list.reset(); }, 500);
       return;
     }
-    if (ev.type !== 'job.updated') return;
+    if (ev.type !== 'job.updated' || !rowsById.has(ev.jobId)) return;
     const tr = list.querySelector(`tr[data-job="${CSS.escape(ev.jobId)}"]`);
     if (!tr) return;
     const j = ev.data;
     rowsById.set(j.id, j);
     tr.dataset.state = j.state;
-    const fresh = columns.map((c) => h('td', { class: c.class }, c.cell(j)));
-    tr.replaceChildren(...fresh);
+    tr.replaceChildren(...columns.map((c) => h('td', { class: c.class }, c.cell(j))));
   });
   return h('section', { class: 'page' },
     h('header', { class: 'page-head' }, h('h1', {}, 'Jobs'), h('span', { class: 'muted live' }, 'live')),
-    form, h('h2', {}, 'All jobs'), list);
+    form, h('div', { class: 'list-head' }, h('h2', {}, 'All jobs'), fresh), list);
 }
 
 export function jobPage(id) {

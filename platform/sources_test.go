@@ -672,3 +672,37 @@ func seedProviderSources(h *harness, op, act string) (ids map[string]string, con
 	return map[string]string{"provider-sources": src.ID, "provider-receipts": ack.Events[0].ReceiptID,
 		"provider-ingress": wa.ID + "?hub.mode=subscribe&hub.verify_token=verify-me-please&hub.challenge=1"}, c.ID
 }
+
+// An owner who lost its grant: the receipt is blocked (authority_lost);
+// a retry is refused while the owner still lacks it, and dispatches once
+// the grant is back, with the same event identity.
+func TestReceiptBlockedWhenOwnerLosesAuthority(t *testing.T) {
+	is := is.New(t)
+	h := newHarness(t)
+	op := h.localToken()
+	act := setupFlow(h)
+	owner := h.link("human", "owner-1")
+	grant := h.grant(owner, h.localScope(), "tenant_admin")
+	tok := h.ext.token(h.t, "owner-1", nil)
+	conn := h.mustConnection(tok, map[string]any{"name": "ws", "provider": "slack", "secrets": map[string]string{"signing_secret": slackSecret}})
+	src := h.mustSource(tok, h.sourceBody(tok, conn, map[string]any{"kind": "run", "activation_id": act, "mapping": `{"name": input.event.text}`}))
+	h.must(200, h.do(req{method: "DELETE", path: "/admin/grants/" + grant, token: op}), nil)
+
+	msg := slackMessage("Ev1", "T1", "Ada")
+	var ack source.IngressAck
+	h.must(200, h.ingest(src, []byte(msg), slackSigned(slackSecret, msg, time.Now())), &ack)
+	r := h.waitReceipt(op, ack.Events[0].ReceiptID)
+	is.Equal(r.Status, source.StatusBlocked)
+	is.Equal(*r.Reason, source.ReasonAuthorityLost)
+	h.problem(403, "PF-FORBIDDEN", h.post(receiptsPath(h)+"/"+r.ID+"/retry", op, nil))
+
+	h.grant(owner, h.localScope(), "tenant_admin")
+	var retried source.Receipt
+	h.must(200, h.post(receiptsPath(h)+"/"+r.ID+"/retry", op, nil), &retried)
+	is.Equal(retried.Status, source.StatusPending)
+	r = h.waitReceipt(op, r.ID)
+	is.Equal(r.Status, source.StatusDispatched)
+	is.Equal(r.EventID, "Ev1")
+	is.Equal(r.Attempts, 2)
+	h.waitRun(op, *r.RunID, "succeeded")
+}

@@ -359,8 +359,9 @@ func (a *app) humanCompleteCmd(t *envTarget) *cobra.Command {
 	var f humanFlags
 	var data string
 	var claim bool
+	var attach []string
 	cmd := &cobra.Command{
-		Use:   "complete <task-id> <decision> [--data JSON|@file] [--claim]",
+		Use:   "complete <task-id> <decision> [--data JSON|@file] [--attach field=path] [--claim]",
 		Short: "Complete a human task with a decision: the run continues",
 		Long: `Completes a task (POST E/human-tasks/{id}/complete) with a decision, one of the
 task's (see 'bridge human show'), and --data, which must be valid for its form
@@ -370,10 +371,15 @@ checked now and applied when it resumes.
 
 A claimed task is completed by its holder; an open task by one of its
 assignees, or by anyone when it has none. With --claim, an open task is
-claimed first, so one command approves.`,
+claimed first, so one command approves.
+
+--attach field=path uploads a file through the task's file routes (with a
+progress bar) and puts its reference {file_id} into data.field: the form
+marks such fields with x-file: true (see docs/workflow-language.md, "Files").`,
 		Example: `  bridge human complete <task-id> approve --claim
   bridge human complete <task-id> reject --data '{"comment":"wrong address"}'
-  bridge human complete <task-id> approve --data @review.json --idempotency-key approve-A-1001 --json`,
+  bridge human complete <task-id> approve --data @review.json --idempotency-key approve-A-1001 --json
+  bridge human complete <task-id> approve --attach scan=./signed.pdf --claim`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := engine.HumanCompleteRequest{Decision: args[1]}
@@ -396,6 +402,11 @@ claimed first, so one command approves.`,
 					return err
 				}
 			}
+			if len(attach) > 0 {
+				if req.Data, err = a.attachFiles(ctx, tg, id, req.Data, attach, f.asJSON); err != nil {
+					return err
+				}
+			}
 			h, err := f.post(ctx, tg, id, "complete", req)
 			if err != nil {
 				return claimHint(ctx, tg, id, claim, err)
@@ -413,6 +424,7 @@ claimed first, so one command approves.`,
 	}
 	cmd.Flags().StringVar(&data, "data", "", "the completion's data: JSON, or @file.json")
 	cmd.Flags().BoolVar(&claim, "claim", false, "claim the task first when it is open")
+	cmd.Flags().StringArrayVar(&attach, "attach", nil, "field=path: upload the file through the task and set data.field to its reference (repeatable)")
 	f.add(cmd)
 	return cmd
 }

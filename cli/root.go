@@ -125,6 +125,7 @@ directory + /bridge; override with --data-dir).`,
 	root.AddCommand(a.runCmd())
 	root.AddCommand(a.incidentCmd())
 	root.AddCommand(a.humanCmd())
+	root.AddCommand(a.fileCmd())
 	root.AddCommand(a.scheduleCmd())
 	root.AddCommand(a.triggerCmd())
 	root.AddCommand(a.testCmd())

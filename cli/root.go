@@ -135,6 +135,7 @@ directory + /bridge; override with --data-dir).`,
 	root.AddCommand(a.factoryCmd())
 	root.AddCommand(a.consoleCmd())
 	root.AddCommand(a.mcpCmd())
+	root.AddCommand(a.debugCmd())
 	return root
 }
 

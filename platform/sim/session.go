@@ -713,6 +713,8 @@ func (r *runner) human(c *HumanCommand) error {
 func (r *runner) afterInput() {
 	if st := r.s.State.Status; st.Terminal() {
 		r.settle(Status(st), &Boundary{Kind: "end", At: r.s.Now})
+	} else if r.s.Status == StatusWaiting {
+		r.s.Boundary = &Boundary{Kind: "wait", At: r.s.Now, Waits: r.waits()}
 	}
 }
 

@@ -5,7 +5,7 @@
 // each commit (SQLite synchronous=FULL, bbolt without NoSync) except the
 // row that says DBOS's default (NORMAL).
 //
-//	cd bench && go run . -duration 10s
+//	cd bench && go run -mod=mod . -duration 10s
 package main
 
 import (

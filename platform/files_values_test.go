@@ -130,3 +130,92 @@ func TestFileReferencesInRunValues(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A signal payload and a worker's output carry files too.
+const (
+	fileRenderAction = `kind: action
+id: acme/render
+version: 1
+sideEffect: idempotent
+input:
+  type: object
+  properties:
+    source: {type: object, x-file: true}
+output:
+  type: object
+  required: [pdf]
+  properties:
+    pdf: {type: object, x-file: true}
+worker: render
+`
+	fileSignalWorkflow = `kind: workflow
+id: acme/render-flow
+version: 1
+input: {type: object}
+output: {type: object}
+steps:
+  - id: upload
+    signal: source.ready
+    schema:
+      type: object
+      required: [source]
+      properties:
+        source: {type: object, x-file: true}
+  - id: render
+    action: acme/render@1
+    with:
+      source: =steps.upload.output.source
+  - id: done
+    succeed:
+      result:
+        pdf: =steps.render.output.pdf.name
+`
+)
+
+func TestFileReferencesInSignalsAndWorkerOutputs(t *testing.T) {
+	is := is.New(t)
+	h := newHarness(t)
+	op := h.localToken()
+	E := ePath(h)
+	h.mustPublish(op, "actions", fileRenderAction, "render-action")
+	wf := h.mustPublish(op, "workflows", fileSignalWorkflow, "render-flow").ID
+	act := h.mustActivate(E, op, map[string]any{"published_version_id": wf}, "render-activation", "").ID
+	w := h.workerToken("renderer", wtEnv(h))
+	run := h.mustStartRun(op, map[string]any{"activation_id": act}, "render-run")
+	h.waitRun(op, run.ID, "waiting")
+	source := h.uploadFile(op, "source.md", []byte("# Q3"), 0)
+
+	// a signal's file must exist in the environment and be readable by the sender
+	signal := func(tok string, payload any) resp {
+		return h.post(E+"/runs/"+run.ID+"/signals", tok, map[string]any{"name": "source.ready", "payload": payload})
+	}
+	p := h.problem(422, "PF-VALIDATION", signal(op, map[string]any{"source": map[string]any{"file_id": "nope"}}))
+	is.Equal(p.Diagnostics[0].Path, "/payload/source")
+	h.problem(422, "PF-VALIDATION", signal(op, map[string]any{"source": map[string]any{"file_id": run.ID}}))
+	senderID, sender := h.user("sid", "", h.envScope())
+	h.grant(senderID, h.envScope(), "", "run.signal")
+	h.problem(403, "PF-FORBIDDEN", signal(sender, map[string]any{"source": map[string]any{"file_id": source.ID}}))
+	h.must(202, signal(op, map[string]any{"source": map[string]any{"file_id": source.ID}}), nil)
+
+	// the worker reads the run's file and answers with a file of its own
+	task := h.claimOne(w, "w-1", "render")
+	var in map[string]map[string]any
+	is.NoErr(json.Unmarshal(task.Input, &in))
+	is.Equal(in["source"]["name"], "source.md")
+	lease := map[string]any{"task_id": task.ID, "worker_id": "w-1"}
+	d := h.workerFiles(w, "download", with(lease, "file_id", source.ID))
+	is.Equal(string(d.body), "# Q3")
+	pdf := []byte("%PDF-1.7 Q3")
+	var out file.File
+	h.must(201, h.workerFiles(w, "create", with(lease, "name", "q3.pdf", "size", len(pdf), "sha256", digest(pdf))), &out)
+	h.must(200, h.workerChunk(w, task.ID, "w-1", out.ID, 0, pdf), nil)
+	h.must(200, h.workerFiles(w, "finish", with(lease, "file_id", out.ID)), nil)
+	// a file the worker may not read is refused, and the lease is kept
+	other := h.uploadFile(op, "other.pdf", []byte("x"), 0)
+	h.problem(403, "PF-FORBIDDEN", h.taskCall(w, "complete", complete(task.ID, "w-1", map[string]any{"pdf": map[string]any{"file_id": other.ID}})))
+	h.must(200, h.taskCall(w, "complete", complete(task.ID, "w-1", map[string]any{"pdf": map[string]any{"file_id": out.ID}})), nil)
+	run = h.waitRun(op, run.ID, "succeeded")
+	var result map[string]any
+	is.NoErr(json.Unmarshal(run.State.Output, &result))
+	is.Equal(result["pdf"], "q3.pdf")
+}

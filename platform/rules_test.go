@@ -92,6 +92,8 @@ func TestHeadForEveryGet(t *testing.T) {
 	h.must(200, h.stepTest(op, stepBody(draft, "wait", "pause", nil)), &st)
 	ids["sessions"] = seedDebugSession(h, op)
 	studioID := seedStudioSession(h, op)
+	h.must(201, h.do(req{method: "PUT", path: pPath(h) + "/drafts/" + draft + "/studio/canvas", token: op,
+		body: map[string]any{"draft_revision": 1, "document": map[string]any{"schemaVersion": 1, "kind": "canvas"}}}), nil)
 	provider, conn := seedProviderSources(h, op, ids["activations"])
 	maps.Copy(ids, provider)
 	n := 0
@@ -103,6 +105,7 @@ func TestHeadForEveryGet(t *testing.T) {
 			path := fill.Replace(p)
 			path = strings.ReplaceAll(path, "/activations/{identifier}", "/activations/"+ids["activations"])
 			path = strings.ReplaceAll(path, "/studio/local/debug/sessions/{identifier}", "/studio/local/debug/sessions/"+studioID)
+			path = strings.ReplaceAll(path, "/drafts/{identifier}/studio/{kind}", "/drafts/"+draft+"/studio/canvas")
 			if head, ok := strings.CutSuffix(path, "/{identifier}"); ok {
 				path = head + "/" + ids[head[strings.LastIndex(head, "/")+1:]]
 			}

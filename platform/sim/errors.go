@@ -27,6 +27,7 @@ const (
 	CodeStudioCatCfl = "PF-STUDIO-CATALOG-CONFLICT"
 	CodeDocSize      = "PF-STUDIO-DOCUMENT-SIZE"
 	CodeDocTestData  = "PF-STUDIO-TESTDATA-INVALID"
+	CodeETag         = "PF-ETAG"
 )
 
 // Error is a coded refusal of the simulator; the HTTP surfaces map Code to
@@ -36,6 +37,9 @@ type Error struct {
 	Code    string
 	Message string
 	Path    string
+	// Status overrides the surface's status for Code (PF-ETAG is 412 when
+	// stale, 422 when missing).
+	Status int
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }

@@ -48,6 +48,9 @@ func problem(err error) error {
 	if !ok {
 		st = http.StatusUnprocessableEntity
 	}
+	if e.Status != 0 {
+		st = e.Status
+	}
 	pe := &api.Error{Status: st, Code: e.Code, Message: e.Message}
 	if e.Path != "" {
 		pe.Diagnostics = []api.Diagnostic{{Code: e.Code, Message: e.Message, Path: e.Path}}
@@ -76,6 +79,7 @@ func (s *Service) Register(a *api.API, r *httprouter.Router) {
 			Request:     Command{}, Response: SessionBody{}, ETag: true},
 	}
 	routes = append(routes, s.studioRoutes()...)
+	routes = append(routes, s.documentRoutes()...)
 	for _, rt := range routes {
 		a.Handle(r, rt)
 	}

@@ -48,6 +48,10 @@ type TestData struct {
 type TestInput struct {
 	Value  json.RawMessage `json:"value"`
 	Source string          `json:"source"`
+	// EnvironmentID and RunID name where a value with source "run" came
+	// from (a stored document with run data needs run.read there).
+	EnvironmentID string `json:"environmentId,omitempty"`
+	RunID         string `json:"runId,omitempty"`
 }
 
 // Test-data sources.

@@ -441,3 +441,29 @@ func TestFileSameContentSharesBlob(t *testing.T) {
 	is.True(os.IsNotExist(err))
 	_ = http.StatusOK
 }
+
+// A crash after finish moved the bytes into place but before the row said
+// ready: the blob is kept at start (an upload declares it) and finishing
+// again makes the file ready.
+func TestFileFinishInterruptedAfterRename(t *testing.T) {
+	is := is.New(t)
+	h := newHarness(t, fileCfg())
+	op := h.localToken()
+	E := ePath(h)
+	content := randomBytes(t, 2000)
+	var f file.File
+	h.must(201, h.createFile(op, "x", content, 0), &f)
+	h.must(200, h.sendChunk(op, f.ID, 0, content[:1024]), nil)
+	h.must(200, h.sendChunk(op, f.ID, 1, content[1024:]), nil)
+	h.stop()
+	blob := filepath.Join(h.dir, "files", "blobs", f.SHA256[:2], f.SHA256)
+	is.NoErr(os.MkdirAll(filepath.Dir(blob), 0o700))
+	is.NoErr(os.Rename(filepath.Join(h.dir, "files", "uploads", f.ID+".part"), blob))
+	h.start()
+	op = h.localToken()
+	_, err := os.Stat(blob)
+	is.NoErr(err)
+	h.must(200, h.post(E+"/files/"+f.ID+"/finish", op, nil), &f)
+	is.Equal(f.Status, "ready")
+	is.True(bytes.Equal(h.download(op, f.ID, nil).body, content))
+}

@@ -195,8 +195,10 @@ type Service struct {
 	hub     *hub
 	live    *liveRegistry
 	waiters *waiterRegistry
-	routes  []route
-	addr    func() string
+	// agentTools serves the tools of workflow agent steps to their jobs.
+	agentTools *toolRegistry
+	routes     []route
+	addr       func() string
 	// ownerRevoke ends the console's sessions (`bridge revoke --id owner`);
 	// set while the daemon assembles, before any request.
 	ownerRevoke func() int
@@ -221,7 +223,7 @@ func New(deps daemon.Deps, opts Options) (*Service, error) {
 	s := &Service{
 		db: deps.DB, ring: opts.Ring, cfg: cfg, log: deps.Logger.With("subsystem", "bridge"),
 		build: deps.Build, ownerHash: deps.OwnerHash, now: opts.Now,
-		live: newLiveRegistry(), waiters: newWaiterRegistry(), stopped: make(chan struct{}),
+		live: newLiveRegistry(), waiters: newWaiterRegistry(), agentTools: newToolRegistry(), stopped: make(chan struct{}),
 		addr: func() string { return deps.BridgeAddr },
 	}
 	if s.profiles, err = buildProfiles(cfg, opts.LookPath); err != nil {

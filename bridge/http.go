@@ -44,6 +44,8 @@ func (s *Service) Routes(bridge, _ *httprouter.Router) {
 	add("GET", "/v1/bridge/jobs/:id/audit", ScopeRead, s.handleAudit)
 	add("GET", "/v1/bridge/jobs/:id/tools", ScopeRead, s.handleTools)
 	add("GET", "/v1/bridge/jobs/:id/tools/:tool", ScopeRead, s.handleTool)
+	// Authenticated by the running turn's own token, not a client token.
+	bridge.POST("/v1/bridge/jobs/:id/mcp", s.handleAgentMCP)
 	add("GET", "/v1/bridge/jobs/:id/attempts", ScopeRead, s.jobView(s.viewAttempts))
 	add("POST", "/v1/bridge/jobs/:id/pause", ScopeControl, s.control(ActPause))
 	add("POST", "/v1/bridge/jobs/:id/resume", ScopeControl, s.control(ActResume))

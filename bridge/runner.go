@@ -254,6 +254,11 @@ func (sc *scheduler) runTurn(daemonCtx, ctx context.Context, job Job, msg string
 	}
 	req := provider.Request{Prompt: msg, WorkDir: workDir, SessionID: job.SessionID}
 	req.Model, req.MaxTurns = agentStepOptions(job)
+	closeTools, err := s.openTurn(job, &req)
+	if err != nil {
+		s.log.Warn("serve the agent step's tools", "job", job.ID, "err", err)
+	}
+	defer closeTools()
 	prov := rec.resolve(prof.provider)
 	res, runErr := prov.Run(watchCtx, req, rec.emit)
 	rec.flushTools()

@@ -34,6 +34,7 @@ type OutputCheck func(ctx context.Context, task engine.AgentTask, output json.Ra
 type WorkflowAgents struct {
 	s     *Service
 	check OutputCheck
+	tools ToolCaller // nil: agent steps' tools are not served
 }
 
 // WorkflowAgents returns the agent runner of s; check (optional) vets an
@@ -106,6 +107,10 @@ func (a *WorkflowAgents) RunAgent(ctx context.Context, t engine.AgentTask) (engi
 	if n := utf8.RuneCountInString(prompt); n > maxTextChars {
 		return engine.AgentResult{Status: string(StateFailed), Code: "AGENT_PROMPT_TOO_LONG",
 			Message: fmt.Sprintf("the agent prompt has %d characters; a bridge job takes at most %d", n, maxTextChars)}, nil
+	}
+	if a.tools != nil && len(t.Spec.ToolDefs) > 0 {
+		// Registered before the job exists, so its first turn finds it.
+		defer s.agentTools.register(t.OperationKey, &stepTools{run: t.RunID, task: t.TaskID, tools: t.Spec.ToolDefs, caller: a.tools})()
 	}
 	id, err := a.submit(ctx, t, profile, prompt)
 	if err != nil {

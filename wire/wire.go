@@ -181,7 +181,7 @@ func (l *link) platformFactory(o platform.Options) daemon.Factory {
 		}
 		if b := l.bridge; b != nil {
 			b.runs.Bind(platformRuns{p})
-			p.SetAgents(b.WorkflowAgents(p.CheckAgentOutput))
+			p.SetAgents(b.WorkflowAgents(p.CheckAgentOutput).WithTools(p))
 		}
 		return p, nil
 	}

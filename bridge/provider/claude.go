@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -48,10 +49,19 @@ func (c *Claude) Permissions() string {
 
 // Run executes one turn; see [Provider].
 func (c *Claude) Run(ctx context.Context, req Request, emit func(Event)) (Result, error) {
+	args := claudeArgs(c.cfg, req)
+	if req.MCP != nil {
+		path, err := writeClaudeMCPConfig(req.MCP)
+		if err != nil {
+			return Result{}, err
+		}
+		defer os.Remove(path)
+		args = append(args, claudeMCPArgs(path, req.MCP.Name)...)
+	}
 	return runProcess(ctx, procSpec{
 		name:   NameClaude,
 		cfg:    c.cfg,
-		args:   claudeArgs(c.cfg, req),
+		args:   args,
 		req:    req,
 		parser: newClaudeParser(),
 	}, emit)

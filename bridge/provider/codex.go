@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -57,6 +58,9 @@ func (c *Codex) Permissions() string {
 
 // Run executes one turn; see [Provider].
 func (c *Codex) Run(ctx context.Context, req Request, emit func(Event)) (Result, error) {
+	if req.MCP != nil {
+		req.Env = append(slices.Clone(req.Env), MCPTokenEnv+"="+req.MCP.Token)
+	}
 	return runProcess(ctx, procSpec{
 		name:   NameCodex,
 		cfg:    c.cfg,
@@ -69,6 +73,9 @@ func (c *Codex) Run(ctx context.Context, req Request, emit func(Event)) (Result,
 func codexArgs(cfg Config, req Request) []string {
 	args := []string{"exec", "--json"}
 	args = append(args, cfg.Args...)
+	if req.MCP != nil {
+		args = append(args, codexMCPArgs(req.MCP)...)
+	}
 	if !hasArg(cfg.Args, sandboxFlags...) && cfg.Sandbox != "" {
 		args = append(args, "--sandbox", cfg.Sandbox)
 	}

@@ -85,6 +85,10 @@ type Request struct {
 	// MaxTurns bounds the agent's turns (claude: --max-turns; codex has no
 	// such bound); 0 keeps the agent's default.
 	MaxTurns int
+	// MCP, when set, is an MCP server given to the agent for this turn
+	// (claude: --mcp-config; codex: -c mcp_servers...). Other providers
+	// ignore it.
+	MCP *MCPServer
 }
 
 // EventKind names the kind of an [Event].

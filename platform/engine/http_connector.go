@@ -108,12 +108,12 @@ func (s *Service) httpShape(ctx context.Context, t *kernel.TaskSpec) (httpShape,
 	if err != nil {
 		return httpShape{}, err
 	}
-	names, declared := p.p.OutputProperties(t.NodeID)
-	node := t.NodeID
+	names, declared := p.p.SpecOutputProperties(t)
+	spec := *t
 	return httpShape{
 		bodyOnly: declared && !slices.ContainsFunc(names, func(n string) bool { return slices.Contains(envelopeFields, n) }),
 		check: func(out json.RawMessage) error {
-			err := p.p.CheckTaskOutput(node, out)
+			err := p.p.CheckSpecOutput(&spec, out)
 			var ke *kernel.Error
 			if errors.As(err, &ke) && ke.Err != nil {
 				return fmt.Errorf("%s: %w", ke.Msg, ke.Err)

@@ -157,4 +157,9 @@ type artDefinition struct {
 	Binding json.RawMessage `json:"binding"`
 	Table   json.RawMessage `json:"table"`
 	Output  json.RawMessage `json:"output"`
+	// An action's pins, read when it is an agent step's tool.
+	Input      json.RawMessage `json:"input"`
+	SideEffect string          `json:"sideEffect"`
+	TimeoutMs  int64           `json:"timeoutMs"`
+	Retry      *artRetry       `json:"retry"`
 }

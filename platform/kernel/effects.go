@@ -94,6 +94,8 @@ type TaskSpec struct {
 	SideEffect     string     `json:"side_effect"`
 	Deadline       *time.Time `json:"deadline,omitempty"`      // this attempt's
 	StepDeadline   *time.Time `json:"step_deadline,omitempty"` // all attempts'
+	// ToolCall is set when the task is an agent's tool call.
+	ToolCall *ToolCallRef `json:"tool_call,omitempty"`
 }
 
 // AgentSpec describes an agent job.
@@ -105,6 +107,8 @@ type AgentSpec struct {
 	Tools        []string        `json:"tools"`
 	Output       json.RawMessage `json:"output,omitempty"`
 	MaxTurns     int             `json:"max_turns"`
+	// ToolDefs describes Tools (set on start_task): their pinned schemas.
+	ToolDefs []ToolSpec `json:"tool_defs,omitempty"`
 }
 
 // Completion is the end of a run.

@@ -41,6 +41,10 @@ const (
 	// EventContinue resumes reduction after a Continue effect (a Step that
 	// reached MaxReductions stops and asks for it).
 	EventContinue EventKind = "continue"
+	// EventAgentToolCalled: TaskID (the agent step's task), CallID, Tool
+	// (the action reference), Input. The agent calls one of its step's
+	// tools; the call's outcome is kept in the agent task's Calls.
+	EventAgentToolCalled EventKind = "agent_tool_called"
 )
 
 // ResolutionKind is an operator's decision on an incident.
@@ -97,4 +101,7 @@ type Event struct {
 
 	ChildID     string `json:"child_id,omitempty"`
 	ChildStatus Status `json:"child_status,omitempty"`
+
+	CallID string `json:"call_id,omitempty"`
+	Tool   string `json:"tool,omitempty"`
 }

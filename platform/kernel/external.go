@@ -76,11 +76,43 @@ func EvalBindingConfig(binding, input json.RawMessage, connection map[string]any
 // properties it declares (sorted; after following $ref). An unknown node
 // has none.
 func (p *Program) OutputProperties(node string) (names []string, declared bool) {
+	return p.outputProperties(p.taskOutput(node, ""))
+}
+
+// SpecOutputProperties is OutputProperties for the task t: a tool call's
+// task has its tool's output schema.
+func (p *Program) SpecOutputProperties(t *TaskSpec) (names []string, declared bool) {
+	return p.outputProperties(p.taskOutput(t.NodeID, specTool(t)))
+}
+
+func specTool(t *TaskSpec) string {
+	if t.ToolCall != nil {
+		return t.Ref
+	}
+	return ""
+}
+
+// taskOutput answers the pinned output schema of node's task, or of its
+// tool's when tool is set (nil: none, or no such node).
+func (p *Program) taskOutput(node, tool string) *schema {
 	n := p.node(node)
-	if n == nil || n.output == nil {
+	if n == nil {
+		return nil
+	}
+	if tool != "" {
+		if t := n.tools[tool]; t != nil {
+			return t.output
+		}
+		return nil
+	}
+	return n.output
+}
+
+func (p *Program) outputProperties(s *schema) (names []string, declared bool) {
+	if s == nil {
 		return nil, false
 	}
-	r := n.output.set.resolve(n.output.root())
+	r := s.set.resolve(s.root())
 	m, _ := r.v.(map[string]any)
 	props, _ := m["properties"].(map[string]any)
 	for k := range props {
@@ -95,12 +127,25 @@ func (p *Program) OutputProperties(node string) (names []string, declared bool) 
 // an *Error with CodeValidation (the output is not JSON, is over
 // MaxValueBytes or does not match the pinned output schema).
 func (p *Program) CheckTaskOutput(node string, output json.RawMessage) error {
+	return p.checkOutput(node, "", output)
+}
+
+// CheckSpecOutput is CheckTaskOutput for the task t (a tool call's task
+// has its tool's output schema).
+func (p *Program) CheckSpecOutput(t *TaskSpec, output json.RawMessage) error {
+	return p.checkOutput(t.NodeID, specTool(t), output)
+}
+
+func (p *Program) checkOutput(node, tool string, output json.RawMessage) error {
 	n := p.node(node)
 	if n == nil {
 		return refuse(CodeValidation, "no step %q", node)
 	}
+	if tool != "" && n.tools[tool] == nil {
+		return refuse(CodeValidation, "step %q has no tool %q", node, tool)
+	}
 	m := &machine{p: p}
-	_, err := m.externalOutput(output, n.output, CodeValidation)
+	_, err := m.externalOutput(output, p.taskOutput(node, tool), CodeValidation)
 	var ke *Error
 	if err != nil && !errors.As(err, &ke) {
 		return refuseWrap(CodeValidation, err, "output")

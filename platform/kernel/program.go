@@ -75,6 +75,7 @@ type node struct {
 	output      *schema // pinned output schema; nil accepts anything
 	table       *decision.Compiled
 	agent       *AgentSpec
+	tools       map[string]*toolDef // agent: by action reference
 	prompt      *template
 	agentOutput json.RawMessage
 
@@ -520,28 +521,38 @@ func (l *loader) actionNode(n *node, an *artNode) error {
 	}
 	n.executor = ExecutorAction
 	if d, ok := l.defs[n.refInfo.Digest]; ok {
-		if d.Kind != lang.KindAction || d.ID != n.refInfo.ID || d.Version != n.refInfo.Version {
-			return fmt.Errorf("definition with digest %s is not action %s@%d", n.refInfo.Digest, n.refInfo.ID, n.refInfo.Version)
-		}
-		var b struct {
-			Type string `json:"type"`
-		}
-		if err := json.Unmarshal(d.Binding, &b); err != nil {
-			return fmt.Errorf("binding of %s: %w", n.ref, err)
-		}
-		switch b.Type {
-		case "adapter", "connector":
-			n.executor = ExecutorConnector
-		case "worker":
-			n.executor = ExecutorWorker
-		default:
-			return fmt.Errorf("binding of %s has unknown type %q", n.ref, b.Type)
-		}
-		if n.binding, _, err = canonicalExternal(d.Binding); err != nil {
-			return fmt.Errorf("binding of %s: %w", n.ref, err)
+		if n.executor, n.binding, err = actionBinding(n.ref, n.refInfo, d); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// actionBinding answers how the pinned action definition d is executed.
+func actionBinding(ref string, r artRef, d *artDefinition) (string, json.RawMessage, error) {
+	if d.Kind != lang.KindAction || d.ID != r.ID || d.Version != r.Version {
+		return "", nil, fmt.Errorf("definition with digest %s is not action %s@%d", r.Digest, r.ID, r.Version)
+	}
+	var b struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(d.Binding, &b); err != nil {
+		return "", nil, fmt.Errorf("binding of %s: %w", ref, err)
+	}
+	executor := ""
+	switch b.Type {
+	case "adapter", "connector":
+		executor = ExecutorConnector
+	case "worker":
+		executor = ExecutorWorker
+	default:
+		return "", nil, fmt.Errorf("binding of %s has unknown type %q", ref, b.Type)
+	}
+	binding, _, err := canonicalExternal(d.Binding)
+	if err != nil {
+		return "", nil, fmt.Errorf("binding of %s: %w", ref, err)
+	}
+	return executor, binding, nil
 }
 
 func (l *loader) decisionNode(n *node, an *artNode) error {
@@ -646,7 +657,7 @@ func (l *loader) agentNode(n *node, an *artNode) error {
 		Output:       n.agentOutput,
 		MaxTurns:     an.Agent.MaxTurns,
 	}
-	return nil
+	return l.agentTools(n, an.Agent.Tools)
 }
 
 // checkGraph verifies that every transition names a node of the same list

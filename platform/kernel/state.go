@@ -208,6 +208,10 @@ type Task struct {
 	AttemptDeadline *time.Time `json:"attempt_deadline,omitempty"`
 	Deadline        *time.Time `json:"deadline,omitempty"`
 	LastError       *TaskError `json:"last_error,omitempty"`
+	// Call is set on the task of an agent's tool call; Calls on an agent
+	// task holds its tool calls by call id.
+	Call  *ToolCallRef         `json:"call,omitempty"`
+	Calls map[string]*ToolCall `json:"calls,omitempty"`
 }
 
 // TaskError is a failure reported for a task.
@@ -315,6 +319,17 @@ func (s *State) clone() *State {
 		if v.LastError != nil {
 			e := *v.LastError
 			t.LastError = &e
+		}
+		if v.Calls != nil {
+			t.Calls = make(map[string]*ToolCall, len(v.Calls))
+			for id, call := range v.Calls {
+				cc := *call
+				if call.Error != nil {
+					e := *call.Error
+					cc.Error = &e
+				}
+				t.Calls[id] = &cc
+			}
 		}
 		c.Tasks[k] = &t
 	}

@@ -174,6 +174,8 @@ func (m *machine) apply() error {
 		return nil
 	case EventChildCompleted:
 		return m.onChildCompleted()
+	case EventAgentToolCalled:
+		return m.onAgentToolCalled()
 	}
 	return refuse(CodeValidation, "unknown event kind %q", e.Kind)
 }
@@ -315,7 +317,9 @@ func (m *machine) fire(t *Timer) {
 		}
 	case TimerRetryBackoff:
 		if task := m.st.Tasks[t.TaskID]; task != nil && task.Status == TaskBackoff {
-			if tok := m.st.Tokens[task.Token]; tok != nil {
+			if task.Call != nil {
+				m.reissueTool(task)
+			} else if tok := m.st.Tokens[task.Token]; tok != nil {
 				tok.Phase = PhaseIssue
 				m.push(tok)
 			}

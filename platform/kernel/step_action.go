@@ -129,6 +129,7 @@ func (m *machine) issue(tok *Token, task *Task, attempt int) {
 		a.Tools = slices.Clone(n.agent.Tools)
 		a.Output = slices.Clone(n.agent.Output)
 		a.Prompt = task.Prompt
+		a.ToolDefs = n.toolSpecs()
 		spec.Agent = &a
 		spec.Input = nil
 	}
@@ -163,9 +164,17 @@ func (m *machine) onTaskCompleted() error {
 		return err
 	}
 	n := m.p.node(task.Node)
-	raw, err := m.externalOutput(m.ev.Output, n.output, CodeValidation)
+	out := n.output
+	if task.Call != nil {
+		out = m.toolOf(task).output
+	}
+	raw, err := m.externalOutput(m.ev.Output, out, CodeValidation)
 	if err != nil {
 		return err
+	}
+	if task.Call != nil {
+		m.toolEnded(task, raw, nil)
+		return nil
 	}
 	m.closeTask(task)
 	if tok := m.st.Tokens[task.Token]; tok != nil {
@@ -197,14 +206,16 @@ func (m *machine) externalOutput(raw json.RawMessage, s *schema, code string) (j
 // closeTask forgets a task that ended, with its timers.
 func (m *machine) closeTask(task *Task) {
 	m.cancelTaskTimers(task)
+	m.endToolCalls(task)
 	delete(m.st.Tasks, task.ID)
 }
 
 func (m *machine) cancelTaskTimers(task *Task) {
-	run := m.st.RunID
-	m.cancelTimer(timerID(run, TimerAttemptTimeout, task.Node, task.Generation, task.Attempt))
-	m.cancelTimer(timerID(run, TimerRetryBackoff, task.Node, task.Generation, task.Attempt))
-	m.cancelTimer(timerID(run, TimerStepDeadline, task.Node, task.Generation, 0))
+	m.cancelTimer(m.taskTimerID(task, TimerAttemptTimeout, task.Attempt))
+	m.cancelTimer(m.taskTimerID(task, TimerRetryBackoff, task.Attempt))
+	if task.Call == nil {
+		m.cancelTimer(timerID(m.st.RunID, TimerStepDeadline, task.Node, task.Generation, 0))
+	}
 }
 
 func (m *machine) onTaskFailed() error {
@@ -220,9 +231,12 @@ func (m *machine) onTaskFailed() error {
 		}
 	}
 	task.LastError = &te
-	m.cancelTimer(timerID(m.st.RunID, TimerAttemptTimeout, task.Node, task.Generation, task.Attempt))
-	n := m.p.node(task.Node)
-	if !m.ev.Retryable || slices.Contains(n.retry.nonRetryable, te.Code) {
+	m.cancelTimer(m.taskTimerID(task, TimerAttemptTimeout, task.Attempt))
+	if !m.ev.Retryable || slices.Contains(m.policy(task).nonRetryable, te.Code) {
+		if task.Call != nil {
+			m.toolEnded(task, nil, &te)
+			return nil
+		}
 		m.openIncident(task, nil, IncidentTaskFailed)
 		return nil
 	}
@@ -235,7 +249,7 @@ func (m *machine) onTaskUnknown() error {
 	if err != nil {
 		return err
 	}
-	m.cancelTimer(timerID(m.st.RunID, TimerAttemptTimeout, task.Node, task.Generation, task.Attempt))
+	m.cancelTimer(m.taskTimerID(task, TimerAttemptTimeout, task.Attempt))
 	m.emit(Effect{Kind: EffectCancelTask, TaskID: task.ID, Reason: "outcome_unknown"})
 	m.outcomeUnknown(task, "OUTCOME_UNKNOWN", "the outcome of the attempt is unknown")
 	return nil
@@ -247,6 +261,11 @@ func (m *machine) onTaskUnknown() error {
 func (m *machine) outcomeUnknown(task *Task, code, msg string) {
 	task.LastError = &TaskError{Code: code, Message: msg}
 	if task.SideEffect == lang.SideEffectUnsafe {
+		if task.Call != nil {
+			// The agent is told; the action is never repeated by itself.
+			m.toolEnded(task, nil, task.LastError)
+			return
+		}
 		m.openIncident(task, nil, IncidentTaskAmbiguous)
 		return
 	}
@@ -254,18 +273,22 @@ func (m *machine) outcomeUnknown(task *Task, code, msg string) {
 }
 
 func (m *machine) retryOrExhaust(task *Task) {
-	n := m.p.node(task.Node)
-	if task.Attempt >= n.retry.maxAttempts {
+	p := m.policy(task)
+	if task.Attempt >= p.maxAttempts {
+		if task.Call != nil {
+			m.toolEnded(task, nil, task.LastError)
+			return
+		}
 		m.openIncident(task, nil, IncidentRetriesExhausted)
 		return
 	}
-	delay := backoffMs(n.retry, task.Attempt)
-	if asked := min(m.ev.RetryAfterMs, n.retry.maxIntervalMs); asked > delay {
+	delay := backoffMs(p, task.Attempt)
+	if asked := min(m.ev.RetryAfterMs, p.maxIntervalMs); asked > delay {
 		delay = asked
 	}
 	task.Status = TaskBackoff
 	due := addMs(m.now, delay)
-	m.startTimer(&Timer{ID: timerID(m.st.RunID, TimerRetryBackoff, task.Node, task.Generation, task.Attempt), Kind: TimerRetryBackoff,
+	m.startTimer(&Timer{ID: m.taskTimerID(task, TimerRetryBackoff, task.Attempt), Kind: TimerRetryBackoff,
 		Due: due, NodeID: task.Node, Instance: task.Instance, Token: task.Token, TaskID: task.ID})
 	m.record(Record{Type: RecordTaskRetryScheduled, NodeID: task.Node, Instance: task.Instance, Generation: task.Generation,
 		TaskID: task.ID, Attempt: task.Attempt, Deadline: timePtr(due)})

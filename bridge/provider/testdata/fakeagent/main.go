@@ -29,6 +29,8 @@
 //	                  {"type":"fake.child","pid":N}) and sleep forever
 //	#ignore-term      with #hang/#linger: ignore SIGTERM (parent and child)
 //	#linger           print everything, then sleep forever
+//	#mcp-call:TOOL:JSON  claude: call TOOL of the --mcp-config server with the
+//	                  JSON arguments (no spaces), answer with its result (mcp.go)
 //	#exit:N           command mode: print the answer, then exit N with a stderr line
 //
 // A resumed session (--resume ID / resume ID) replaces the transcript's
@@ -95,6 +97,7 @@ func claude(args []string) int {
 	var (
 		print, verbose bool
 		format, resume string
+		mcpConfig      string
 		positional     []string
 	)
 	for i := 0; i < len(args); i++ {
@@ -120,6 +123,8 @@ func claude(args []string) int {
 			if resume == "" {
 				return fail(1, "error: option '-r, --resume [value]' argument missing")
 			}
+		case a == "--mcp-config":
+			mcpConfig = next()
 		case claudeValueFlags[a]:
 			next()
 		case strings.HasPrefix(a, "-"):
@@ -143,7 +148,7 @@ func claude(args []string) int {
 	if strings.TrimSpace(prompt) == "" {
 		return replayRecorded("claude-blank-prompt", 0)
 	}
-	return play(dialectClaude, prompt, resume)
+	return play(dialectClaude, prompt, resume, mcpConfig)
 }
 
 var codexValueFlags = map[string]bool{
@@ -193,7 +198,7 @@ func codex(args []string) int {
 	if strings.TrimSpace(prompt) == "" {
 		return replayRecorded("codex-blank-prompt", 0)
 	}
-	return play(dialectCodex, prompt, resume)
+	return play(dialectCodex, prompt, resume, "")
 }
 
 // readPrompt takes the positional prompt, or stdin when there is none or
@@ -219,6 +224,7 @@ type plan struct {
 	hang, linger, ign bool
 	pwd, args         bool
 	envs              []string
+	mcp               *mcpCall
 }
 
 func parsePlan(prompt string) plan {
@@ -254,6 +260,10 @@ func parsePlan(prompt string) plan {
 			p.args = true
 		case "#env":
 			p.envs = append(p.envs, val)
+		case "#mcp-call":
+			if c, ok := parseMCPCall(val); ok {
+				p.mcp = &c
+			}
 		}
 	}
 	return p
@@ -284,10 +294,29 @@ const (
 	dialectCodex  dialect = "codex"
 )
 
-func play(d dialect, prompt, resume string) int {
+func play(d dialect, prompt, resume, mcpConfig string) int {
 	p := parsePlan(prompt)
 	if p.ign {
 		signal.Ignore(syscall.SIGTERM)
+	}
+	if p.mcp != nil {
+		if d != dialectClaude || mcpConfig == "" {
+			return fail(1, "fakeagent: #mcp-call needs claude with --mcp-config")
+		}
+		sid := newUUID()
+		lines := echoLines(d, sid, "")
+		out(lines[0], p.slow)
+		server, text, isErr, err := callMCP(mcpConfig, *p.mcp)
+		if err != nil {
+			return fail(1, "fakeagent: MCP: %v", err)
+		}
+		for _, l := range mcpLines(sid, server, *p.mcp, text, isErr) {
+			out(l, p.slow)
+		}
+		for _, l := range echoLines(d, sid, text)[1:] {
+			out(l, p.slow)
+		}
+		return 0
 	}
 	if p.recorded != "" {
 		return replayRecorded(p.recorded, p.slow)

@@ -1,0 +1,101 @@
+package engine
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentbridge/bridge/platform/kernel"
+)
+
+// ToolCall is an agent's call of one of its step's tools
+// (docs/workflow-language.md, "Agent steps").
+type ToolCall struct {
+	RunID string
+	// AgentTaskID is the agent step's task (engine.AgentTask.TaskID).
+	AgentTaskID string
+	// CallID names the call within the agent task; the same id made twice
+	// is the same call (its outcome is answered again).
+	CallID string
+	Tool   string
+	Input  json.RawMessage
+}
+
+// ToolResult is a tool call's outcome, as far as known.
+type ToolResult struct {
+	// Done is false when the wait ended before the call did: the action
+	// is still running (or backing off before a retry).
+	Done   bool
+	Output json.RawMessage
+	Error  *kernel.TaskError
+}
+
+// ErrAgentEnded: the agent task is no longer pending (its step ended, or
+// the attempt was withdrawn), so it can make no call.
+var ErrAgentEnded = errors.New("engine: the agent step's task has ended")
+
+// toolPoll is how often a waiting call rereads its run.
+const toolPoll = 20 * time.Millisecond
+
+// CallTool records c in the run's history (the kernel checks that the tool
+// is pinned and validates the input, then issues the action as a task of
+// its own) and waits up to wait for the call to end. A refusal is a
+// *kernel.Error with its code.
+func (s *Service) CallTool(ctx context.Context, c ToolCall, wait time.Duration) (ToolResult, error) {
+	e := kernel.Event{Kind: kernel.EventAgentToolCalled, TaskID: c.AgentTaskID, CallID: c.CallID, Tool: c.Tool, Input: c.Input}
+	err := s.db.Write(ctx, func(tx *sql.Tx) error {
+		_, _, _, err := s.Deliver(ctx, tx, "", c.RunID, e)
+		return err
+	})
+	switch {
+	case err == nil:
+		s.notify()
+	case errors.Is(err, kernel.ErrNoChange):
+		// The call was made before: answer its outcome.
+	case errors.Is(err, errNotFound):
+		return ToolResult{}, fmt.Errorf("engine: run %s: %w", c.RunID, errNotFound)
+	default:
+		return ToolResult{}, err
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		res, err := s.toolOutcome(ctx, c)
+		if err != nil || res.Done {
+			return res, err
+		}
+		if !time.Now().Before(deadline) {
+			return res, nil
+		}
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(toolPoll):
+		}
+	}
+}
+
+// toolOutcome reads a call's outcome from its run's state.
+func (s *Service) toolOutcome(ctx context.Context, c ToolCall) (ToolResult, error) {
+	r, err := s.getRun(ctx, s.db.Reader(), "", c.RunID)
+	if err != nil {
+		return ToolResult{}, err
+	}
+	agent := r.State.Tasks[c.AgentTaskID]
+	if agent == nil {
+		return ToolResult{}, ErrAgentEnded
+	}
+	call := agent.Calls[c.CallID]
+	if call == nil {
+		return ToolResult{}, nil // held while the run is paused
+	}
+	switch call.Status {
+	case kernel.ToolCallCompleted:
+		return ToolResult{Done: true, Output: call.Output}, nil
+	case kernel.ToolCallFailed:
+		return ToolResult{Done: true, Error: call.Error}, nil
+	}
+	return ToolResult{}, nil
+}

@@ -323,7 +323,7 @@ func reference(t *testing.T, ex example, input json.RawMessage, ms Mocks) kernel
 				if ch == nil {
 					continue
 				}
-				_, m, _ := ms.lookup(calls, ch.Node, KeyWorkflow+ch.Ref)
+				_, m, _ := ms.lookup(calls, ch.Node, ch.Instance, KeyWorkflow+ch.Ref)
 				ev = kernel.Event{Kind: kernel.EventChildCompleted, ChildID: ch.ID, ChildStatus: kernel.StatusSucceeded, Output: m.Output}
 				if m.Error != nil {
 					ev.ChildStatus, ev.Output, ev.Error = kernel.StatusFailed, nil, m.Error
@@ -335,7 +335,7 @@ func reference(t *testing.T, ex example, input json.RawMessage, ms Mocks) kernel
 				if tk == nil || tk.Status != kernel.TaskRunning {
 					continue
 				}
-				_, m, _ := ms.lookup(calls, tk.Node, KeyAction+tk.Ref)
+				_, m, _ := ms.lookup(calls, tk.Node, tk.Instance, KeyAction+tk.Ref)
 				ev = kernel.Event{Kind: kernel.EventTaskCompleted, TaskID: tk.ID, Output: m.Output}
 				if m.Error != nil {
 					ev = kernel.Event{Kind: kernel.EventTaskFailed, TaskID: tk.ID, Error: m.Error, Retryable: m.Retryable}

@@ -155,6 +155,12 @@ func (p *Program) mockNodes(key string, studio bool) ([]string, error) {
 	switch {
 	case strings.HasPrefix(key, KeyNode):
 		id := strings.TrimPrefix(key, KeyNode)
+		if studio {
+			// the editor host also takes instance keys (greet[2])
+			if node, ok := p.nodeOfKey(id); ok {
+				id = node
+			}
+		}
 		n, ok := p.nodes[id]
 		if !ok {
 			return nil, keyError("no node " + id)
@@ -194,11 +200,12 @@ func (p *Program) mockNodes(key string, studio bool) ([]string, error) {
 	return nil, keyError("a mock key is action:<reference>, node:<node id> or workflow:<reference>")
 }
 
-// lookup answers the mock key and outcome for a call of node (ref its
-// reference, prefix action: or workflow:), consuming one use: node:<id>
-// wins over the reference key (and agent:<id> in the editor host).
-func (ms Mocks) lookup(calls map[string]int, node, refKey string) (string, Mock, bool) {
-	for _, k := range []string{KeyNode + node, KeyAgent + node, refKey} {
+// lookup answers the mock key and outcome for a call of node at instance
+// (refKey its reference key, action: or workflow:), consuming one use:
+// node:<instance key> (editor host), then node:<id>, then agent:<id>
+// (editor host), then the reference key.
+func (ms Mocks) lookup(calls map[string]int, node, instance, refKey string) (string, Mock, bool) {
+	for _, k := range []string{KeyNode + instance, KeyNode + node, KeyAgent + node, refKey} {
 		list, ok := ms[k]
 		if !ok || len(list) == 0 || k == "" {
 			continue

@@ -586,7 +586,7 @@ func (r *runner) answer(pause kernel.Pause) error {
 		if ch == nil {
 			return nil
 		}
-		key, m, ok := s.Mocks.lookup(s.Calls, ch.Node, KeyWorkflow+ch.Ref)
+		key, m, ok := s.Mocks.lookup(s.Calls, ch.Node, ch.Instance, KeyWorkflow+ch.Ref)
 		if !ok {
 			r.fail(CodeMissingMock, fmt.Sprintf("no mock for node:%s or workflow:%s", ch.Node, ch.Ref), ch.Node)
 			return nil
@@ -610,7 +610,7 @@ func (r *runner) answer(pause kernel.Pause) error {
 	if t.Executor != kernel.ExecutorAgent && t.Ref != "" {
 		refKey = KeyAction + t.Ref
 	}
-	key, m, ok := s.Mocks.lookup(s.Calls, t.Node, refKey)
+	key, m, ok := s.Mocks.lookup(s.Calls, t.Node, t.Instance, refKey)
 	if !ok {
 		msg := "no mock for node:" + t.Node
 		if refKey != "" {

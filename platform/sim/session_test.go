@@ -152,3 +152,40 @@ func TestMockChecks(t *testing.T) {
 		t.Fatalf("invalid input: %v", err)
 	}
 }
+
+// TestInstanceKeyMocks: in the editor host, node:<instance key> answers
+// one iteration and wins over node:<id>; P/debug/sessions refuses it.
+func TestInstanceKeyMocks(t *testing.T) {
+	p, _ := compileWorkflow(t, `kind: workflow
+id: acme/each
+version: 1
+steps:
+  - id: each
+    forEach: =["a", "b", "c"]
+    as: item
+    steps:
+      - id: look
+        action: acme/lookup@1
+        with: {id: =item}
+    collect: =steps.look.output.name
+`)
+	raw := `{"node:look":{"output":{"name":"any"}},"node:look[1]":{"output":{"name":"second"}}}`
+	ms, err := DecodeMocks([]byte(raw), "/mocks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.checkMocks(ms, "/mocks", false); code(err) != CodeMockKey {
+		t.Fatalf("instance keys outside the editor host: %v", err)
+	}
+	if err := p.checkMocks(ms, "/mocks", true); err != nil {
+		t.Fatal(err)
+	}
+	s := &Session{ID: "00000000-0000-4000-8000-00000000aaaa", Mocks: ms, Input: []byte(`{}`), Start: t0}
+	if err := Begin(p, s); err != nil {
+		t.Fatal(err)
+	}
+	run(t, p, s, `{"continue":{}}`)
+	if s.Status != StatusSucceeded || string(s.State.Scopes[""].Outputs["each"]) != `["any","second","any"]` {
+		t.Fatalf("%s %s %v", s.Status, s.State.Scopes[""].Outputs["each"], s.Diagnostics)
+	}
+}

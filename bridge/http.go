@@ -24,6 +24,9 @@ import (
 const (
 	accessOwner = "owner" // the owner token only
 	accessChat  = "read+submit"
+	// accessTurn: the token of the job's running turn only (agent-step
+	// tools, docs/workflow-language.md), never a client token.
+	accessTurn = "turn"
 )
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request, p Principal, ps httprouter.Params) error
@@ -46,6 +49,7 @@ func (s *Service) Routes(bridge, _ *httprouter.Router) {
 	add("GET", "/v1/bridge/jobs/:id/tools/:tool", ScopeRead, s.handleTool)
 	// Authenticated by the running turn's own token, not a client token.
 	bridge.POST("/v1/bridge/jobs/:id/mcp", s.handleAgentMCP)
+	s.routes = append(s.routes, route{http.MethodPost, "/v1/bridge/jobs/:id/mcp", accessTurn})
 	add("GET", "/v1/bridge/jobs/:id/attempts", ScopeRead, s.jobView(s.viewAttempts))
 	add("POST", "/v1/bridge/jobs/:id/pause", ScopeControl, s.control(ActPause))
 	add("POST", "/v1/bridge/jobs/:id/resume", ScopeControl, s.control(ActResume))

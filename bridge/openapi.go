@@ -57,6 +57,7 @@ var docs = map[string]opDoc{
 		success: "200"},
 	"POST /v1/bridge/workflow-runs": {summary: "Start a run of a workflow published and active in the local project (202); 422 unknown_template, template_not_active or invalid_inputs; 503 workflows_unavailable without the platform",
 		params: []map[string]any{idemHeader}, body: ref("WorkflowRunRequest"), success: "202", response: "WorkflowRun"},
+	"POST /v1/bridge/jobs/{id}/mcp":            {summary: "Model Context Protocol, streamable HTTP (stateless) for the agent of a workflow agent step's job: exactly the step's pinned tools; only the running turn's token is accepted (docs/workflow-language.md, Agent-step tools)", success: "200"},
 	"POST /v1/bridge/mcp":                      {summary: "Model Context Protocol, streamable HTTP: JSON-RPC requests of an MCP host (docs/mcp.md); the tools act with this token's scopes", success: "200"},
 	"GET /v1/bridge/mcp":                       {summary: "Model Context Protocol, streamable HTTP: the session's server-to-client stream (text/event-stream; needs Mcp-Session-Id)", success: "200"},
 	"DELETE /v1/bridge/mcp":                    {summary: "Model Context Protocol, streamable HTTP: end the session named by Mcp-Session-Id", success: "204"},

@@ -243,9 +243,11 @@ func (s *Service) callTool(ctx context.Context, jobID string, t *turnTools, spec
 	if code != "" {
 		summary["code"] = code
 	}
-	payload := map[string]any{"input": args}
+	// The audit keeps what the run's history shows: values the tool's
+	// pinned schemas mark secret are redacted by the engine.
+	payload := map[string]any{"input": res.RedactedInput}
 	if status == "completed" {
-		payload["output"] = res.Output
+		payload["output"] = res.RedactedOutput
 	}
 	actx := context.WithoutCancel(ctx)
 	if werr := s.db.Write(actx, func(tx *sql.Tx) error {

@@ -31,6 +31,12 @@ type ToolResult struct {
 	Done   bool
 	Output json.RawMessage
 	Error  *kernel.TaskError
+	// RedactedInput and RedactedOutput are the call's input and output
+	// with the values the tool's pinned schemas mark secret (x-secret,
+	// writeOnly) redacted, as the run's history shows them: what a record
+	// of the call (the job's audit) may keep. They are set on refusals
+	// too; when the run's program cannot be read they are redacted whole.
+	RedactedInput, RedactedOutput json.RawMessage
 }
 
 // ErrAgentEnded: the agent task is no longer pending (its step ended, or
@@ -45,6 +51,27 @@ const toolPoll = 20 * time.Millisecond
 // its own) and waits up to wait for the call to end. A refusal is a
 // *kernel.Error with its code.
 func (s *Service) CallTool(ctx context.Context, c ToolCall, wait time.Duration) (ToolResult, error) {
+	res, err := s.callTool(ctx, c, wait)
+	res.RedactedInput, res.RedactedOutput = s.redactToolCall(ctx, c, res.Output)
+	return res, err
+}
+
+// redactToolCall answers a call's input and output redacted with its run
+// program's secret pointers (docs/workflow-language.md, "Agent steps").
+func (s *Service) redactToolCall(ctx context.Context, c ToolCall, output json.RawMessage) (json.RawMessage, json.RawMessage) {
+	whole := func(raw json.RawMessage) json.RawMessage { return redact(raw, []string{""}) }
+	r, err := s.getRun(ctx, s.db.Reader(), "", c.RunID)
+	if err != nil {
+		return whole(c.Input), whole(output)
+	}
+	p, err := s.program(ctx, s.db.Reader(), r.Project, r.PublishedVersionID)
+	if err != nil {
+		return whole(c.Input), whole(output)
+	}
+	return p.sec.toolCall(c.Tool, c.Input, output)
+}
+
+func (s *Service) callTool(ctx context.Context, c ToolCall, wait time.Duration) (ToolResult, error) {
 	e := kernel.Event{Kind: kernel.EventAgentToolCalled, TaskID: c.AgentTaskID, CallID: c.CallID, Tool: c.Tool, Input: c.Input}
 	err := s.db.Write(ctx, func(tx *sql.Tx) error {
 		_, _, _, err := s.Deliver(ctx, tx, "", c.RunID, e)

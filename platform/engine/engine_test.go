@@ -84,3 +84,36 @@ func TestMigrations(t *testing.T) {
 	}
 	is.Equal(versions, []int{6, 10, 12, 13, 14, 17, 25, 26})
 }
+
+// An agent tool call's input and its task's output are redacted with the
+// tool's pinned schema pointers, in history events and in what the job's
+// audit keeps.
+func TestRedactAgentToolCall(t *testing.T) {
+	is := is.New(t)
+	sec := secretsOf(kernel.Secrets{ToolInputs: map[string][]string{"t/vault@1": {"/apiKey"}},
+		ToolOutputs: map[string][]string{"t/vault@1": {"/token"}}})
+	is.True(!sec.none)
+	event := func(e kernel.Event) string {
+		raw, err := json.Marshal(e)
+		is.NoErr(err)
+		out, err := sec.event(raw)
+		is.NoErr(err)
+		return string(out)
+	}
+	called := event(kernel.Event{Kind: kernel.EventAgentToolCalled, TaskID: "a", CallID: "c1", Tool: "t/vault@1",
+		Input: json.RawMessage(`{"apiKey":"sk-1","id":"c-7"}`)})
+	is.True(strings.Contains(called, `"apiKey":"[redacted]"`))
+	is.True(strings.Contains(called, `"id":"c-7"`))
+	is.True(!strings.Contains(called, "sk-1"))
+	// Another tool's input keeps its values.
+	other := event(kernel.Event{Kind: kernel.EventAgentToolCalled, TaskID: "a", CallID: "c2", Tool: "t/fetch@1",
+		Input: json.RawMessage(`{"apiKey":"plain"}`)})
+	is.True(strings.Contains(other, `"apiKey":"plain"`))
+	done := event(kernel.Event{Kind: kernel.EventTaskCompleted, TaskID: "t", Output: json.RawMessage(`{"name":"Ada","token":"tok-1"}`)})
+	is.True(strings.Contains(done, `"token":"[redacted]"`))
+	is.True(strings.Contains(done, `"name":"Ada"`))
+
+	in, out := sec.toolCall("t/vault@1", json.RawMessage(`{"apiKey":"sk-1","id":"c-7"}`), json.RawMessage(`{"token":"tok-1"}`))
+	is.Equal(string(in), `{"apiKey":"[redacted]","id":"c-7"}`)
+	is.Equal(string(out), `{"token":"[redacted]"}`)
+}

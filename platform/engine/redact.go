@@ -18,8 +18,8 @@ const redacted = "[redacted]"
 
 // secrets says where a program's run values hold secrets (kernel.Secrets),
 // with the unions that history events need: a task, child or incident
-// outcome names its task or incident, not its node, so any node's secret
-// positions are redacted in it.
+// outcome names its task or incident, not its node or tool, so any node's
+// or agent tool's secret output positions are redacted in it.
 type secrets struct {
 	kernel.Secrets
 	anyStep, anyForm []string
@@ -28,10 +28,13 @@ type secrets struct {
 	none bool
 }
 
-func newSecrets(p *kernel.Program) secrets {
-	s := secrets{Secrets: p.Secrets()}
-	s.anyStep, s.anyForm = union(s.Steps), union(s.Forms)
-	s.none = len(s.Input)+len(s.Output)+len(s.Vars)+len(s.anyStep)+len(s.anyForm)+len(s.Signals) == 0
+func newSecrets(p *kernel.Program) secrets { return secretsOf(p.Secrets()) }
+
+func secretsOf(ks kernel.Secrets) secrets {
+	s := secrets{Secrets: ks}
+	s.anyStep = mergeUnion(union(s.Steps), union(s.ToolOutputs))
+	s.anyForm = union(s.Forms)
+	s.none = len(s.Input)+len(s.Output)+len(s.Vars)+len(s.anyStep)+len(s.anyForm)+len(s.Signals)+len(s.ToolInputs) == 0
 	return s
 }
 
@@ -43,6 +46,21 @@ func union(m map[string][]string) []string {
 	}
 	sort.Strings(out)
 	return slices.Compact(out)
+}
+
+// mergeUnion answers the sorted, distinct pointers of a and b.
+func mergeUnion(a, b []string) []string {
+	out := append(a, b...)
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+// toolCall answers an agent tool call's input and output with the values
+// the tool's pinned schemas mark secret redacted: what a record of the
+// call (the job's audit) may keep. It is the redaction history applies to
+// the call's events.
+func (s secrets) toolCall(tool string, input, output json.RawMessage) (json.RawMessage, json.RawMessage) {
+	return redact(input, s.ToolInputs[tool]), redact(output, s.ToolOutputs[tool])
 }
 
 // vars answers a run's variables with secret values redacted.
@@ -59,7 +77,7 @@ func (s secrets) vars(vars map[string]json.RawMessage) map[string]json.RawMessag
 
 // event answers a stored kernel event with the secret values it carries
 // redacted: a run input, a task, child or reconciled output, a signal
-// payload or human task data.
+// payload, human task data or an agent tool call's input.
 func (s secrets) event(payload json.RawMessage) (json.RawMessage, error) {
 	if s.none {
 		return payload, nil
@@ -79,6 +97,8 @@ func (s secrets) event(payload json.RawMessage) (json.RawMessage, error) {
 		field, ptrs = &e.Payload, s.Signals[e.Signal]
 	case kernel.EventHumanCompleted:
 		field, ptrs = &e.Data, s.anyForm
+	case kernel.EventAgentToolCalled:
+		field, ptrs = &e.Input, s.ToolInputs[e.Tool]
 	}
 	if field == nil || len(*field) == 0 || len(ptrs) == 0 {
 		return payload, nil

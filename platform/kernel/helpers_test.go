@@ -95,6 +95,25 @@ output:
     chargeId: {type: string}
 worker: q
 `},
+	{kind: "action", id: "t/vault", sideEffect: "read_only", timeoutMs: 5000,
+		in:  `{"type":"object","properties":{"apiKey":{"type":"string","x-secret":true},"id":{"type":"string"}}}`,
+		out: `{"type":"object","properties":{"name":{"type":"string"},"token":{"type":"string","writeOnly":true}}}`,
+		src: `kind: action
+id: t/vault
+sideEffect: read_only
+timeout: 5s
+input:
+  type: object
+  properties:
+    apiKey: {type: string, x-secret: true}
+    id: {type: string}
+output:
+  type: object
+  properties:
+    name: {type: string}
+    token: {type: string, writeOnly: true}
+worker: q
+`},
 	{kind: "action", id: "t/echo", sideEffect: "idempotent", timeoutMs: 1000,
 		in:  `{"type":"object"}`,
 		out: `{"type":"object"}`,

@@ -29,13 +29,17 @@ type Secrets struct {
 	// Signals are signal payloads, by signal name: every signal step that
 	// waits for the name contributes its schema's pointers.
 	Signals map[string][]string
+	// ToolInputs and ToolOutputs are the inputs and outputs of agent
+	// steps' tool calls, by tool reference (pinned schemas).
+	ToolInputs, ToolOutputs map[string][]string
 }
 
 // Secrets answers where the values of the program's runs hold secrets.
 // Maps leave out what holds none.
 func (p *Program) Secrets() Secrets {
 	s := Secrets{Input: p.input.secretPointers(), Output: p.output.secretPointers(),
-		Vars: map[string][]string{}, Steps: map[string][]string{}, Forms: map[string][]string{}, Signals: map[string][]string{}}
+		Vars: map[string][]string{}, Steps: map[string][]string{}, Forms: map[string][]string{}, Signals: map[string][]string{},
+		ToolInputs: map[string][]string{}, ToolOutputs: map[string][]string{}}
 	put := func(m map[string][]string, key string, sc *schema) {
 		if ptrs := sc.secretPointers(); len(ptrs) > 0 {
 			m[key] = mergePointers(m[key], ptrs)
@@ -49,6 +53,10 @@ func (p *Program) Secrets() Secrets {
 		put(s.Forms, n.id, n.form)
 		if n.signal != "" {
 			put(s.Signals, n.signal, n.payload)
+		}
+		for ref, t := range n.tools {
+			put(s.ToolInputs, ref, t.input)
+			put(s.ToolOutputs, ref, t.output)
 		}
 	}
 	return s

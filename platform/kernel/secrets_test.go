@@ -107,3 +107,23 @@ steps:
 	is.Equal(s.Input, []string{"/key", "/next"})
 	is.Equal(s.Output, []string{""})
 }
+
+// An agent step's pinned tools contribute their schemas' pointers, by tool
+// reference.
+func TestProgramSecretsAgentTools(t *testing.T) {
+	is := is.New(t)
+	s := load(t, `kind: workflow
+id: t/agent-vault
+steps:
+  - id: look
+    agent:
+      provider: claude
+      prompt: Look it up.
+      tools: [t/vault@1, t/fetch@1]
+    timeout: 5m
+result: =steps.look.output
+`).Secrets()
+	is.Equal(s.ToolInputs, map[string][]string{"t/vault@1": {"/apiKey"}})
+	is.Equal(s.ToolOutputs, map[string][]string{"t/vault@1": {"/token"}})
+	is.Equal(s.Steps, map[string][]string{}) // the agent's own output holds none
+}

@@ -51,7 +51,7 @@ func (s *Service) DueReceipts(ctx context.Context) (bool, error) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				dctx, cancel := context.WithTimeout(ctx, DispatchDeadline)
+				dctx, cancel := context.WithTimeout(ctx, s.deadline)
 				defer cancel()
 				if err := s.dispatch(dctx, id); err != nil && !errors.Is(err, errMoved) {
 					mu.Lock()
@@ -161,8 +161,17 @@ func (s *Service) dispatch(ctx context.Context, id string) error {
 	return settleAs(StatusFailed, ReasonTargetUnavailable)
 }
 
-// settle stores a dispatch outcome other than dispatched.
+// settleLimit bounds the write of an outcome: the provider dispatcher's
+// 4 second SQL limit.
+const settleLimit = 4 * time.Second
+
+// settle stores a dispatch outcome other than dispatched. The write is
+// not bound to the dispatch's deadline: a dispatch cut off by it is a
+// transient failure that must still be recorded with its cooldown, or the
+// receipt would be retried at once, every turn.
 func (s *Service) settle(ctx context.Context, rc receiptRow, status, reason string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleLimit)
+	defer cancel()
 	return s.db.Write(ctx, func(tx *sql.Tx) error {
 		return s.settleTx(ctx, tx, rc, status, reason, nil, nil, s.timestamp())
 	})

@@ -31,6 +31,8 @@ type fakeRuns struct {
 	started []string
 	inputs  []string
 	signals []string
+	// hang makes a start of this input block until its context ends.
+	hang string
 }
 
 func (f *fakeRuns) next() error {
@@ -45,6 +47,10 @@ func (f *fakeRuns) next() error {
 }
 
 func (f *fakeRuns) StartActivation(ctx context.Context, st engine.LocalStart) (engine.RunInfo, error) {
+	if f.hang != "" && string(st.Input) == f.hang {
+		<-ctx.Done()
+		return engine.RunInfo{}, ctx.Err()
+	}
 	if err := f.next(); err != nil {
 		return engine.RunInfo{}, err
 	}
@@ -268,6 +274,48 @@ func TestDispatchStates(t *testing.T) {
 	_, _ = f.s.DueReceipts(ctx)
 	is.Equal(*f.receipt(t, dis).Reason, ReasonBindingRevoked)
 	is.Equal(f.receipt(t, dis).Status, StatusBlocked)
+}
+
+// A dispatch that outlives its deadline is cut off: its receipt is
+// pending with reason transient_failure, due after the cooldown (spec:
+// a transient failure), and the turn's other dispatches, in its
+// environment and the next, are not held up beyond the deadline.
+func TestDispatchDeadline(t *testing.T) {
+	is := is.New(t)
+	f := newFixture(t)
+	ctx := context.Background()
+	is.Equal(f.s.deadline, DispatchDeadline) // the documented bound by default
+	f.s.deadline = 100 * time.Millisecond
+	a, b := f.source(t, "e", KindRun, `{"name": input.event.text}`), f.source(t, "e2", KindRun, `{"name": input.event.text}`)
+	f.runs.hang = `{"name":"stuck"}`
+	stuck := f.event(t, a, "message", "Ev1", "stuck")
+	same := f.event(t, a, "message", "Ev2", "same env")
+	other := f.event(t, b, "message", "Ev3", "other env")
+
+	began := time.Now()
+	_, err := f.s.DueReceipts(ctx)
+	is.NoErr(err)
+	is.True(time.Since(began) < 2*time.Second) // one deadline per environment at most, not a hang
+	r := f.receipt(t, stuck)
+	is.Equal(r.Status, StatusPending)
+	is.Equal(*r.Reason, ReasonTransient)
+	is.Equal(r.Attempts, 1)
+	is.Equal(*r.NextAttemptAt, f.now.Add(Cooldown))
+	is.Equal(f.receipt(t, same).Status, StatusDispatched)
+	is.Equal(f.receipt(t, other).Status, StatusDispatched)
+
+	// Not retried during the cooldown; dispatched after it once the
+	// engine answers.
+	_, err = f.s.DueReceipts(ctx)
+	is.NoErr(err)
+	is.Equal(f.receipt(t, stuck).Attempts, 1)
+	f.runs.hang = ""
+	*f.now = f.now.Add(Cooldown)
+	_, err = f.s.DueReceipts(ctx)
+	is.NoErr(err)
+	r = f.receipt(t, stuck)
+	is.Equal(r.Status, StatusDispatched)
+	is.Equal(r.Attempts, 2)
 }
 
 // At most DueBatch receipts per environment per turn, every environment

@@ -58,6 +58,8 @@ type Service struct {
 	now      func() time.Time
 	newID    func() string
 	packages *provider.Registry
+	// deadline bounds one dispatch (DispatchDeadline; tests shorten it).
+	deadline time.Duration
 }
 
 // New builds the service.
@@ -78,7 +80,7 @@ func New(o Options) (*Service, error) {
 		o.Packages = provider.Builtin()
 	}
 	return &Service{db: o.DB, box: o.Box, runs: o.Runs, standing: o.Standing, log: o.Logger, now: o.Now, newID: o.NewID,
-		packages: o.Packages}, nil
+		packages: o.Packages, deadline: DispatchDeadline}, nil
 }
 
 // timestamp is the clock's time at the stored precision (milliseconds).

@@ -182,7 +182,7 @@ func NewBolt(db *bolt.DB, opts BoltOptions) (*Bolt, error) {
 	b.bg.Add(3)
 	go b.writeLoop()
 	go b.flushLoop()
-	go b.retentionLoop()
+	go b.retentionLoop(b.opts.retentionEnabled(), b.opts.RetentionInterval)
 	return b, nil
 }
 

@@ -19,14 +19,21 @@ const (
 // holds the writer (and so publishers) for long.
 const trimChunk = 5_000
 
-// retentionLoop applies retention every RetentionInterval.
-func (b *Bolt) retentionLoop() {
+// retentionEnabled says whether any retention bound is set.
+func (o BoltOptions) retentionEnabled() bool {
+	return o.RetentionMaxAge >= 0 || o.RetentionMaxMessages >= 0 || o.RetentionMaxBytes >= 0
+}
+
+// retentionLoop applies retention every interval. Its caller reads the
+// options before starting it, so the loop itself only reads them when it
+// trims.
+func (b *Bolt) retentionLoop(enabled bool, interval time.Duration) {
 	defer b.bg.Done()
-	if b.opts.RetentionMaxAge < 0 && b.opts.RetentionMaxMessages < 0 && b.opts.RetentionMaxBytes < 0 {
+	if !enabled {
 		<-b.closing
 		return
 	}
-	t := time.NewTicker(b.opts.RetentionInterval)
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {

@@ -117,9 +117,14 @@ export function jobPage(id) {
         ctl('retry', 'Retry', ['succeeded', 'failed', 'cancelled', 'interrupted'])));
   }
 
+  // newer keeps whichever view of the job is the more recent: a GET can
+  // answer after the event stream already told of a later state (times
+  // are fixed-width RFC 3339 in UTC, so they compare as strings).
+  const newer = (got) => (job && job.updatedAt > got.updatedAt ? job : got);
+
   async function load() {
     try {
-      job = await get('bridge/jobs/' + id);
+      job = newer(await get('bridge/jobs/' + id));
     } catch (e) {
       clear(head, errorBox(e));
       return;
@@ -223,10 +228,10 @@ export function jobPage(id) {
     return box;
   }
 
-  jobEvents((ev) => {
+  const es = jobEvents((ev) => {
     if (ev.jobId !== id) return;
     if (ev.type === 'job.updated' || ev.type === 'job.created') {
-      job = ev.data;
+      job = newer(ev.data);
       renderHead();
       if (TERMINAL.includes(job.state)) live.hidden = true;
     } else if (ev.type === 'agent.message' && ev.data && ev.data.text) {
@@ -238,6 +243,12 @@ export function jobPage(id) {
       const t = document.querySelector('[data-testid="transcript"]');
       if (t && t.refresh) t.refresh();
     }
+  });
+  // The stream only carries what happens after it opens: read the job
+  // again once it is open, so a change between the first read and the
+  // stream (a quick job finishing) is not missed.
+  es.addEventListener('open', () => {
+    get('bridge/jobs/' + id).then((got) => { job = newer(got); renderHead(); }, () => {});
   });
   load();
   return root;

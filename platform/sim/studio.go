@@ -138,7 +138,12 @@ func (st *studio) create(ctx context.Context, owner string, req StudioCreate) (*
 		out = clone(s)
 		return nil
 	})
-	return out, err
+	if err != nil {
+		// After a timeout fn may still be writing out: only a finished
+		// fn's result (sent through within's channel) may be read.
+		return nil, err
+	}
+	return out, nil
 }
 
 // compileError is a refused creation with the compile summary.

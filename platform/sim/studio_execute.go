@@ -57,7 +57,12 @@ func (st *studio) execute(ctx context.Context, owner string, req ExecuteRequest)
 		out, err = st.run(ctx, owner, req)
 		return err
 	})
-	return out, err
+	if err != nil {
+		// After a timeout fn may still be writing out: only a finished
+		// fn's result (sent through within's channel) may be read.
+		return nil, err
+	}
+	return out, nil
 }
 
 func (st *studio) run(ctx context.Context, owner string, req ExecuteRequest) (*ExecuteResponse, error) {

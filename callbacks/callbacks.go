@@ -1,4 +1,4 @@
-// Package callbacks is the outbound callback service of spec 3: it consumes
+// Package callbacks is the outbound callback service of callbacks/README.md: it consumes
 // events from broker topics through event subscriptions, and delivers them to
 // the configurations subscribed to their type, at authorized domains only,
 // signed, with retries, a circuit breaker per configuration, an SSRF check at

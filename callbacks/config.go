@@ -13,7 +13,7 @@ import (
 // ConfigSection is where the service's settings live in config.yaml.
 const ConfigSection = "platform.callbacks"
 
-// Settings are the service-wide defaults of spec 3's "Callback service
+// Settings are the service-wide defaults of callbacks/README.md's "Callback service
 // defaults" table, each overridable by the environment variable the spec
 // names (the env tags). Keys beyond the table (ssrf, retention, ...) take the
 // environment name derived from their path, e.g. PLATFORM_CALLBACKS_SSRF_ALLOW_LOOPBACK.

@@ -19,7 +19,7 @@ func decodeSettings(t *testing.T, yaml string, env map[string]string) (Settings,
 	return LoadSettings(f)
 }
 
-// TestDefaultsMatchSpec checks every row of spec 3's "Callback service defaults".
+// TestDefaultsMatchSpec checks every row of callbacks/README.md's "Callback service defaults".
 func TestDefaultsMatchSpec(t *testing.T) {
 	is := newIs(t)
 	s, err := decodeSettings(t, "", nil)

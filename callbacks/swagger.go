@@ -12,7 +12,7 @@ import (
 // pathSwaggerAssets holds the UI's files (Swagger UI, embedded by docsui).
 const pathSwaggerAssets = "/swagger-ui/"
 
-// uiRoutes serve Swagger UI at /swagger-ui.html (spec 3), showing this
+// uiRoutes serve Swagger UI at /swagger-ui.html (callbacks/README.md), showing this
 // service's document first and offering the daemon's others (docsui).
 func uiRoutes() []route {
 	ui, err := docsui.New(pathSwaggerUI, pathSwaggerAssets, docsui.Documents("callbacks"))

@@ -170,7 +170,7 @@ func (s *platformSession) callOwner(ctx context.Context, method, path string, hd
 	return platformDo(ctx, s.c.http, s.c.state.ServicesURL, method, path, s.c.token, hdr, body, out)
 }
 
-// Client retry rule (spec 2, "Generic rules"): a request the platform did
+// Client retry rule (docs/platform-api.md, "Generic rules"): a request the platform did
 // not admit (429 PF-OPERATION-CAPACITY or PF-REQUEST-CAPACITY, 503
 // PF-COMPATIBILITY) is sent again with the exact same body and headers
 // (so the same Idempotency-Key) after its Retry-After, at most

@@ -5,7 +5,7 @@
 // A decode reports every error it finds, not just the first (errors.Join of
 // *Error values; Errors lists them), so one edit fixes a whole config.yaml.
 //
-// Precedence, as DESIGN.md says: flag > environment > config.yaml > default.
+// Precedence (README, "Configuration"): flag > environment > config.yaml > default.
 // Flags are applied by the CLI after Decode returns.
 package config
 

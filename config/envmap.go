@@ -12,7 +12,7 @@ import (
 //
 // A map field tagged `env:"keyed"` (per-provider settings such as
 // platform.webhooks.retry.providers.<name>) takes its entries from
-// environment variables too, as spec 3 says every property has one: the
+// environment variables too, as callbacks/README.md and ingest/README.md say every property has one: the
 // variable is the map's own name, the entry's key and, for a map of structs,
 // the field, each derived like any other (upper case, '.' and '-' become
 // '_'):

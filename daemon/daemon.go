@@ -199,7 +199,7 @@ func Start(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	servicesGuard := httpx.NewGuard(tcpPort(d.servicesLn), l.AllowedHosts, l.AllowedOrigins)
 	d.bridgeSrv = d.newServer(bridgeGuard.Wrap(bridgeDenied, bridgeRouter))
 	// The request id is assigned before the guard, so refusals carry it
-	// too; spec 2 names it X-Platform-Request-ID (see withPlatformRequestID).
+	// too; docs/platform-api.md names it X-Platform-Request-ID (see withPlatformRequestID).
 	d.servicesSrv = d.newServer(httpx.WithRequestID("X-Request-ID", withPlatformRequestID(servicesGuard.Wrap(problemDenied, servicesRouter))))
 
 	deps := Deps{
@@ -415,7 +415,7 @@ func newRouter(notFound http.HandlerFunc, shape errorShape, log *slog.Logger) *h
 	return r
 }
 
-// health serves the probes of spec 2's "Public and root routes".
+// health serves the probes of docs/platform-api.md's "Public and root routes".
 func (d *Daemon) health(r *httprouter.Router) {
 	live := func(w http.ResponseWriter, req *http.Request, _ httprouter.Params) {
 		w.Header().Set(platformWireVersionHeader, platformWireVersion)
@@ -443,7 +443,7 @@ func (d *Daemon) health(r *httprouter.Router) {
 	r.HEAD("/health/ready", ready)
 }
 
-// The health probes are platform routes (spec 2, "Public and root routes"),
+// The health probes are platform routes (docs/platform-api.md, "Public and root routes"),
 // so they carry the platform's wire version like every platform response.
 const (
 	platformWireVersionHeader = "X-Platform-Wire-Version"
@@ -451,7 +451,7 @@ const (
 )
 
 // withPlatformRequestID repeats the request id that httpx.WithRequestID
-// assigned as X-Platform-Request-ID, the name spec 2 gives it, so every
+// assigned as X-Platform-Request-ID, the name docs/platform-api.md gives it, so every
 // response of the services listener carries it under both names.
 func withPlatformRequestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -16,7 +16,7 @@ import (
 
 // Error shapes of the two listeners: the bridge answers
 // {"error":{"code","message"}} (docs/bridge-api.md), the services listener
-// application/problem+json (spec 2). Everything the daemon itself answers
+// application/problem+json (docs/platform-api.md). Everything the daemon itself answers
 // (unknown routes, refused hosts, panics, and the errors Go's HTTP server
 // writes before any handler runs) uses the listener's shape.
 type errorShape struct {

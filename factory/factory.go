@@ -1,4 +1,4 @@
-// Package factory runs the software factory of spec 3 ("Factory run
+// Package factory runs the software factory of docs/factory-api.md ("Factory run
 // inspection"): build, maintenance and test runs of the user's own coding
 // agent against a local git repository, in a fresh clone in the data
 // directory, followed by independent verification with the project's own
@@ -43,7 +43,7 @@ type Settings struct {
 	RateLimitBackoff config.Duration `yaml:"rate-limit-backoff" env:"FACTORY_RATE_LIMIT_BACKOFF"`
 }
 
-// DefaultSettings are the spec's defaults (spec 3, "Factory limits").
+// DefaultSettings are the spec's defaults (docs/factory-api.md, "Factory limits").
 func DefaultSettings() Settings {
 	return Settings{
 		RepairAttempts:   DefaultRepairAttempts,

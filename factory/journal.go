@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Journal entry kinds (spec 3): every step that changes the world writes an
+// Journal entry kinds (docs/factory-api.md): every step that changes the world writes an
 // intent first and a receipt after; an operator's resolution of an intent
 // left without a receipt is a reconciliation.
 const (

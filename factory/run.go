@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Modes of a run (spec 3, "Factory run inspection").
+// Modes of a run (docs/factory-api.md, "Factory run inspection").
 const (
 	// ModeBuild implements the instruction.
 	ModeBuild = "build"
@@ -90,7 +90,7 @@ const (
 	errCodeQuestion = "question"
 )
 
-// Limits of spec 3, "Factory limits".
+// Limits of docs/factory-api.md, "Factory limits".
 const (
 	// MaxCommands bounds the effective verification commands of a run.
 	MaxCommands = 20

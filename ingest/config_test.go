@@ -123,7 +123,7 @@ func TestPerProviderOverridesInherit(t *testing.T) {
 }
 
 // Per-provider settings take environment variables like every other key
-// (spec 3): the provider's name sits between the map's name and the setting.
+// (ingest/README.md): the provider's name sits between the map's name and the setting.
 func TestPerProviderEnvironment(t *testing.T) {
 	is := is.New(t)
 	yaml := `platform:

@@ -1,4 +1,4 @@
-// Package ingest is the webhook ingestion service of spec 3: it receives
+// Package ingest is the webhook ingestion service of ingest/README.md: it receives
 // provider webhooks at POST /api/v1/webhook/{provider}, validates and
 // enriches them, and acknowledges each one only after publishing it durably
 // to the broker (see envelope.go for the message format). Refused and failed

@@ -15,7 +15,7 @@ import (
 
 // TestExternalProviderTokens signs tokens with the test's own RSA key,
 // served from an httptest JWKS server configured as an external provider,
-// and checks they are accepted exactly when they should be (spec 2,
+// and checks they are accepted exactly when they should be (docs/platform-api.md,
 // "Authentication": every 401 condition).
 func TestExternalProviderTokens(t *testing.T) {
 	h := newHarness(t)

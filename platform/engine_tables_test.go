@@ -14,7 +14,7 @@ import (
 )
 
 // Tests of the Incident and Run state tables and of the Errors table of
-// spec 2 at the HTTP level: every refused request is checked to change
+// docs/platform-api.md at the HTTP level: every refused request is checked to change
 // nothing.
 
 // Definitions of the state table tests: a caller whose child workflow step

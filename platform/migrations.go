@@ -19,7 +19,7 @@ import (
 //go:embed migrations/*.sql
 var migrationsFS embed.FS
 
-// Migrations are the platform's schema revisions under the names spec 2
+// Migrations are the platform's schema revisions under the names docs/platform-api.md
 // lists (0001_boot, 0002_access, 0003_access_audit, ...) and those of its
 // packages (catalog: 0004_definitions; activation: 0005_activations; engine: 0006_runs, 0010_incidents; trigger: 0011_schedules; source: 0018_provider_inbox; steptest: 0021_operations; compat: 0022_compatibility; file: 0028_files; sim: 0030_debug_sessions), in
 // version order. The platform owns

@@ -129,7 +129,7 @@ func (b *bridgeSub) Close() error {
 
 // mcpOptions tells the MCP endpoint the daemon's version and addresses:
 // bridge_status reports the actual bridge address beside the configured
-// port (spec 1's panel tool).
+// port (docs/bridge-api.md's panel tool).
 func mcpOptions(d daemon.Deps) bridgemcp.Options {
 	cfg := daemon.DefaultConfig()
 	if d.Config != nil {
@@ -191,7 +191,7 @@ func (l *link) platformFactory(o platform.Options) daemon.Factory {
 type platformRuns struct{ p *platform.Service }
 
 func (r platformRuns) StartWorkflowRun(ctx context.Context, st bridge.WorkflowStart) (bridge.PlatformRun, error) {
-	// Inputs are strings (spec 1): typed properties are parsed as JSON.
+	// Inputs are strings (docs/bridge-api.md): typed properties are parsed as JSON.
 	ws := platform.WorkflowStart{Workflow: st.TemplateID, Input: st.Inputs, StringInputs: true}
 	if st.Record != nil {
 		ws.Commit = func(tx *sql.Tx, run platform.LocalRun) error { return st.Record(tx, bridgeRun(run)) }

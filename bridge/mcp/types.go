@@ -13,7 +13,7 @@ import (
 // StatusIn is bridge_status's input: nothing.
 type StatusIn struct{}
 
-// StatusOut is the panel tool of spec 1: where the daemon actually listens
+// StatusOut is the panel tool of docs/bridge-api.md: where the daemon actually listens
 // and whether it is healthy.
 type StatusOut struct {
 	Version    string `json:"version"`

@@ -1,9 +1,9 @@
 // Package docsui serves the daemon's API documentation with Swagger UI
 // (swagger-ui-dist, vendored in assets/ and embedded in the binary), for the
 // three OpenAPI documents of the services listener: the callbacks service's
-// (spec 3, at /v3/api-docs, UI at /swagger-ui.html), the platform's (spec 2,
+// (callbacks/README.md, at /v3/api-docs, UI at /swagger-ui.html), the platform's (docs/platform-api.md,
 // at /docs/openapi.json, UI at /docs when PLATFORM_DOCS_ENABLED=true) and a
-// copy of the bridge's (spec 1: the bridge listener's own copy needs a
+// copy of the bridge's (docs/bridge-api.md: the bridge listener's own copy needs a
 // token). See README: API documentation.
 //
 // It works offline: the page loads only its own assets, has no inline script

@@ -15,7 +15,7 @@ import (
 )
 
 // CodeSecretValue is 422 for a secret-marked value in the input defaults
-// (spec 2, "Errors").
+// (docs/platform-api.md, "Errors").
 const CodeSecretValue = "PF-SCHEMA-SECRET_VALUE"
 
 // maxSchemaDiagnostics caps the diagnostics of a schema violation.

@@ -1,4 +1,4 @@
-// Package activation serves the activations of an environment (spec 2,
+// Package activation serves the activations of an environment (docs/platform-api.md,
 // "Environment level"): an activation binds a published workflow version
 // of the environment's project to the environment, with input defaults and
 // connection bindings; runs of the environment start from it.

@@ -1,4 +1,4 @@
-// Package api is the platform's HTTP toolkit: the shared rules of spec 2
+// Package api is the platform's HTTP toolkit: the shared rules of docs/platform-api.md
 // ("Common envelopes", "Authentication", "Errors", "Limits", "Versioning",
 // "Generic rules"), built once for every platform route.
 //

@@ -10,7 +10,7 @@ import (
 	"github.com/agentbridge/bridge/httpx"
 )
 
-// Problem codes shared by every platform route (spec 2, "Errors"). Routes of
+// Problem codes shared by every platform route (docs/platform-api.md, "Errors"). Routes of
 // later issues add their own codes; these are the ones the toolkit itself
 // answers.
 const (

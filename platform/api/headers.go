@@ -7,7 +7,7 @@ import (
 	"github.com/agentbridge/bridge/httpx"
 )
 
-// Wire-level names of spec 2, "Versioning" and "Authentication".
+// Wire-level names of docs/platform-api.md, "Versioning" and "Authentication".
 const (
 	// Prefix starts every canonical path.
 	Prefix = "/api/v1"

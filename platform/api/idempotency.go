@@ -13,7 +13,7 @@ import (
 	"github.com/agentbridge/bridge/store"
 )
 
-// MaxIdempotencyKeyLen is the longest Idempotency-Key accepted (spec 2,
+// MaxIdempotencyKeyLen is the longest Idempotency-Key accepted (docs/platform-api.md,
 // "Limits").
 const MaxIdempotencyKeyLen = 200
 

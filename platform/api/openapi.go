@@ -35,7 +35,7 @@ func (a *API) DescribedRoutes() []Route {
 }
 
 // errorStatuses are the problem statuses every authenticated operation can
-// answer (spec 2, "Endpoints").
+// answer (docs/platform-api.md, "Endpoints").
 var errorStatuses = []int{401, 403, 404, 409, 412, 413, 422, 500}
 
 // OpenAPI builds the OpenAPI 3.1 document of every registered and described
@@ -82,7 +82,7 @@ func (a *API) OpenAPI(info Info) map[string]any {
 }
 
 // Problem documents the application/problem+json body that WriteError
-// writes (spec 2, "Common envelopes").
+// writes (docs/platform-api.md, "Common envelopes").
 type Problem struct {
 	Status      int          `json:"status" api:"required"`
 	Code        string       `json:"code" api:"required" doc:"PF- error code"`

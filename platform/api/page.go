@@ -9,7 +9,7 @@ import (
 	"github.com/agentbridge/bridge/httpx"
 )
 
-// Page limits (spec 2, "Limits").
+// Page limits (docs/platform-api.md, "Limits").
 const (
 	DefaultPageLimit = 50
 	MaxPageLimit     = 100

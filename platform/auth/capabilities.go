@@ -6,10 +6,10 @@ import (
 	"strings"
 )
 
-// Capability is one permission of spec 2, "Authentication" item 5.
+// Capability is one permission of docs/platform-api.md, "Authentication" item 5.
 type Capability string
 
-// The capabilities, in the order spec 2 lists them.
+// The capabilities, in the order docs/platform-api.md lists them.
 const (
 	CapCatalogRead        Capability = "catalog.read"
 	CapCompile            Capability = "compile"
@@ -180,7 +180,7 @@ func setOf(caps ...Capability) CapabilitySet {
 // Role is a named capability bundle.
 type Role string
 
-// Roles. Spec 2 names viewer, developer, deployer, operator and tenant
+// Roles. docs/platform-api.md names viewer, developer, deployer, operator and tenant
 // administrator; platform_admin and worker cover platform administration and
 // worker principals.
 const (

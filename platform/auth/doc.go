@@ -1,4 +1,4 @@
-// Package auth authenticates and authorizes platform API requests (spec 2,
+// Package auth authenticates and authorizes platform API requests (docs/platform-api.md,
 // "Authentication"): bearer JWTs verified offline against the identity
 // providers' published keys, the daemon's built-in identity provider, and
 // local scoped grants. It has no storage and no routing; callers load

@@ -97,7 +97,7 @@ func Contains(outer, inner Scope) bool {
 // PrincipalKind is the kind of a platform principal.
 type PrincipalKind string
 
-// Principal kinds (spec 2, Identity).
+// Principal kinds (docs/platform-api.md, Identity).
 const (
 	KindHuman       PrincipalKind = "human"
 	KindApplication PrincipalKind = "application"

@@ -351,7 +351,7 @@ func TestRoleMap(t *testing.T) {
 			}
 		}
 	}
-	// Spec 2, Authentication item 6.
+	// docs/platform-api.md, Authentication item 6.
 	has(RoleViewer, CapRunRead)
 	has(RoleDeveloper, CapSimulate)
 	has(RoleDeployer, CapTriggerManage, CapConnectionBind)

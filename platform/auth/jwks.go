@@ -21,7 +21,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 )
 
-// Limits from spec 2, "Limits" / "Token verification".
+// Limits from docs/platform-api.md, "Limits" / "Token verification".
 const (
 	// MaxTokenBytes is the largest bearer token accepted (32 KiB).
 	MaxTokenBytes = 32 << 10

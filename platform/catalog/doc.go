@@ -1,4 +1,4 @@
-// Package catalog serves a project's definitions (spec 2, "Catalog and
+// Package catalog serves a project's definitions (docs/platform-api.md, "Catalog and
 // compiler", "Definitions"): published versions of workflows, actions,
 // connectors and decision tables, drafts with every lifecycle revision, the
 // project's catalog lock, installed connector descriptors, and the compiler

@@ -58,7 +58,7 @@ func (s *Service) Register(a *api.API, r *httprouter.Router) {
 			OperationID: "saveDraft", Tag: tagDefinitions, Summary: "Create or save a draft",
 			Description: "A new id (a UUID chosen by the client) is created without If-Match (201); an existing draft needs If-Match with its current revision (200; 412 PF-ETAG when stale). A retired draft id is never reused (409).",
 			Request:     PublishRequest{}, Response: Draft{}, ETag: true},
-		// Retiring a definition needs an Idempotency-Key (spec 2, "Generic
+		// Retiring a definition needs an Idempotency-Key (docs/platform-api.md, "Generic
 		// rules"); a retry with the same key answers the committed result.
 		{Method: http.MethodDelete, Path: projectBase + "/drafts/{identifier}", Capability: auth.CapDefinitionWrite, IfMatch: api.PolicyRequired,
 			Idempotency: api.PolicyRequired, Handler: s.retireDraftRoute,

@@ -1,5 +1,5 @@
 // Package compat decides whether this server can run each project's
-// published definitions (spec 2, "Project level": P/operations/
+// published definitions (docs/platform-api.md, "Project level": P/operations/
 // compatibility and its check; docs/platform-api.md, "Compatibility"):
 // every published workflow must load in the engine (artifact format,
 // expression language and cost limit, references pinned in the catalog),

@@ -148,7 +148,7 @@ func (s *Service) Rescan(ctx context.Context) (bool, error) {
 // ErrRestricted is the readiness refusal while a project is restricted.
 var ErrRestricted = errors.New("compat: a project's compatibility verdict is restricted")
 
-// Ready answers ErrRestricted while any project is restricted (spec 2:
+// Ready answers ErrRestricted while any project is restricted (docs/platform-api.md:
 // readiness stays restricted when compatibility authority is missing or
 // incompatible).
 func (s *Service) Ready(ctx context.Context) error {

@@ -10,7 +10,7 @@ import (
 	"github.com/agentbridge/bridge/platform/kernel"
 )
 
-// cancelLegacy cancels a run whose state cannot be shown (spec 2: "cancelling
+// cancelLegacy cancels a run whose state cannot be shown (docs/platform-api.md: "cancelling
 // it still works and replaces the state with an explicit unavailable
 // terminal state"): the state becomes a cancelled state of the current
 // format that says so, its timers, inbox, dispatches and worker tasks go,

@@ -15,7 +15,7 @@ import (
 	"github.com/agentbridge/bridge/platform/kernel"
 )
 
-// List limits (spec 2, "Limits"): run summaries page with the generic
+// List limits (docs/platform-api.md, "Limits"): run summaries page with the generic
 // limit (api.DefaultPageLimit, api.MaxPageLimit); steps and logs with
 // their own.
 const (

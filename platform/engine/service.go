@@ -20,7 +20,7 @@ import (
 	"github.com/agentbridge/bridge/store/secretbox"
 )
 
-// Scheduler limits (spec 2, "Limits"): how often the loop looks for due
+// Scheduler limits (docs/platform-api.md, "Limits"): how often the loop looks for due
 // timers without being woken, and how many runs it advances per turn.
 const (
 	PollInterval = 200 * time.Millisecond
@@ -220,7 +220,7 @@ func (s *Service) untilNextDue(ctx context.Context) time.Duration {
 // pastDueRetry is the loop's sleep when work is already due.
 const pastDueRetry = 20 * time.Millisecond
 
-// turn is one scheduler cycle. Each phase handles a bounded batch (spec 2,
+// turn is one scheduler cycle. Each phase handles a bounded batch (docs/platform-api.md,
 // "Limits"): runs with work, runs with due timers, pending dispatches,
 // recoverable leases and expired ready tasks, and the outbox; a phase
 // that filled its batch wakes the loop again at once.
@@ -272,7 +272,7 @@ func (s *Service) turn(ctx context.Context) {
 	}
 }
 
-// PhaseLimit bounds one phase of a scheduler turn (spec 2, "Limits"); work
+// PhaseLimit bounds one phase of a scheduler turn (docs/platform-api.md, "Limits"); work
 // left when it expires waits for the next turn, its transaction rolled back.
 const PhaseLimit = 5 * time.Second
 
@@ -312,7 +312,7 @@ func (s *Service) advance(ctx context.Context) bool {
 }
 
 // MaxTenantsPerTurn is how many tenants one scheduler cycle serves, one
-// environment each (spec 2, "Limits"): a tenant with a backlog cannot
+// environment each (docs/platform-api.md, "Limits"): a tenant with a backlog cannot
 // starve the others, and the environment whose work is oldest goes first.
 const MaxTenantsPerTurn = 16
 

@@ -94,7 +94,7 @@ type namedPhase struct {
 }
 
 // AddPhase adds a phase to every turn of the loop, after recoverable
-// leases (DESIGN.md's phase order), bounded like the others by
+// leases (the phase order of Service.turn), bounded like the others by
 // PhaseLimit. Call it before Run.
 func (s *Service) AddPhase(name string, p Phase) { s.phases = append(s.phases, namedPhase{name, p}) }
 

@@ -25,7 +25,7 @@ type CancelRequest struct {
 }
 
 // MaxCancelStateBytes bounds the state a cancellation answer carries: a
-// larger run is acknowledged without its state (spec 2, "Large-run
+// larger run is acknowledged without its state (docs/platform-api.md, "Large-run
 // cancellation acknowledgment"), so that cancelling never fails for size.
 const MaxCancelStateBytes = 1 << 20
 

@@ -271,7 +271,7 @@ func claimDeadline(issued, d time.Time) time.Time {
 const maxClaimMargin = time.Second
 
 // expireReady ends ready worker tasks that no worker claimed by their
-// claim deadline (spec 2 "Limits": expired ready tasks, at most
+// claim deadline (docs/platform-api.md "Limits": expired ready tasks, at most
 // BatchSize per turn). Nobody ran such an attempt, so its outcome is known:
 // a failure the step's retry policy may retry (TASK_NOT_CLAIMED), not the
 // unknown outcome the kernel's attempt timer would report (which opens

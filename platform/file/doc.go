@@ -1,4 +1,4 @@
-// Package file serves the platform's files (spec 2: E/files,
+// Package file serves the platform's files (docs/platform-api.md: E/files,
 // E/files/{id}/chunks|finish|download, the human task routes
 // E/human-tasks/{id}/files/* and the worker routes E/tasks/files/*,
 // capabilities file.manage and file.read, migration 0028_files).

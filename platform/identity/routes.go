@@ -17,7 +17,7 @@ const (
 )
 
 // Register adds the identity routes to a. Capabilities of the provisioning
-// routes (spec 2 leaves them to the implementation): creating a project
+// routes (docs/platform-api.md leaves them to the implementation): creating a project
 // needs grant.manage on its tenant, creating an environment grant.manage
 // on its project (tenant administration); reading needs status.read.
 func (s *Service) Register(a *api.API, r *httprouter.Router) {

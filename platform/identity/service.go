@@ -1,4 +1,4 @@
-// Package identity is the platform's access foundation (spec 2,
+// Package identity is the platform's access foundation (docs/platform-api.md,
 // "Identity and sign-in settings", "Authentication", "Provisioning"):
 // principals linked to sign-ins, scoped grants, the scope hierarchy of
 // tenants, projects and environments, the local workspace bootstrap, the

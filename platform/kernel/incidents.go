@@ -66,7 +66,7 @@ type Resolution struct {
 // Retryable says whether retry_safe may resolve the incident: an action of
 // a class safe to repeat, whose outcome is known. An ambiguous outcome
 // (PF-TASK-AMBIGUOUS) allows only accept_reconciled_result or terminate,
-// whatever the class (spec 2, "Incident").
+// whatever the class (docs/platform-api.md, "Incident").
 func (inc *Incident) Retryable() bool {
 	return inc.RetrySafe && inc.Code != IncidentTaskAmbiguous
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/agentbridge/bridge/platform/lang"
 )
 
-// The static schema containment check (spec 2: "Static schema containment
+// The static schema containment check (docs/platform-api.md: "Static schema containment
 // is checked for every dispatchable event kind at creation"): the value a
 // source's mapping gives for an event of a dispatchable kind must fit the
 // target schema (the workflow input for kind run, the waiting signal

@@ -1,4 +1,4 @@
-// Package source serves provider sources (spec 2, "Provider sources and
+// Package source serves provider sources (docs/platform-api.md, "Provider sources and
 // receipts", the Provider receipt state table; docs/platform-api.md,
 // "Connections", "Provider packages" and "Provider sources"): connections
 // (immutable revisions of a provider account's settings and sealed

@@ -14,7 +14,7 @@ import (
 	"github.com/agentbridge/bridge/platform/source/provider"
 )
 
-// Ingress problem codes (spec 2, "Errors").
+// Ingress problem codes (docs/platform-api.md, "Errors").
 const (
 	CodeProviderPayload  = "PF-PROVIDER-PAYLOAD"
 	CodeProviderConflict = "PF-PROVIDER-CONFLICT"

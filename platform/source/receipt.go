@@ -4,7 +4,7 @@ import (
 	"time"
 )
 
-// Receipt statuses (spec 2, the Provider receipt state table).
+// Receipt statuses (docs/platform-api.md, the Provider receipt state table).
 const (
 	StatusPending    = "pending"
 	StatusDispatched = "dispatched"
@@ -28,7 +28,7 @@ const (
 	ReasonMapping           = "mapping_failed"
 )
 
-// Dispatcher limits (spec 2, "Limits": provider dispatcher).
+// Dispatcher limits (docs/platform-api.md, "Limits": provider dispatcher).
 const (
 	// DueBatch is how many due receipts one environment's turn handles.
 	DueBatch = 10

@@ -22,7 +22,7 @@ const (
 	MaxSignalNameLen = 200
 )
 
-// SourceRequest is the body of POST E/provider-sources (spec 2, "Provider
+// SourceRequest is the body of POST E/provider-sources (docs/platform-api.md, "Provider
 // source request").
 type SourceRequest struct {
 	Name                 string            `json:"name" api:"required" doc:"display name, 1 to 200 characters"`

@@ -10,7 +10,7 @@ import (
 	"github.com/agentbridge/bridge/platform/trigger"
 )
 
-// Draft test activation limits (spec 2, "Limits").
+// Draft test activation limits (docs/platform-api.md, "Limits").
 const (
 	DefaultActivationSeconds = 900
 	MaxActivationSeconds     = 3600

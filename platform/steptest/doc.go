@@ -1,4 +1,4 @@
-// Package steptest runs drafts for real in an environment (spec 2, "Debug
+// Package steptest runs drafts for real in an environment (docs/platform-api.md, "Debug
 // sessions and step tests"; docs/platform-api.md, "Step tests and test
 // activations"): the environment's test policy, step tests (one step of a
 // draft revision run as a test run) and draft test activations (a draft

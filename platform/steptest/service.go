@@ -86,7 +86,7 @@ func (s *Service) Register(a *api.API, r *httprouter.Router) {
 // envBase is E relative to api.Prefix.
 const envBase = "/tenants/{tenant}/projects/{project}/environments/{environment}"
 
-// Problem codes (spec 2, "Errors").
+// Problem codes (docs/platform-api.md, "Errors").
 const (
 	CodeDisabled       = "PF-STEPTEST-DISABLED"
 	CodeConfirm        = "PF-STEPTEST-CONFIRM"

@@ -10,7 +10,7 @@ import (
 	"github.com/agentbridge/bridge/platform/lang"
 )
 
-// Step test limits (spec 2, "Limits"; docs/platform-api.md).
+// Step test limits (docs/platform-api.md, "Step tests and test activations").
 const (
 	// MaxStepSeconds bounds a step test; MaxAgentSeconds an agent step's.
 	MaxStepSeconds  = 300
@@ -24,7 +24,7 @@ const (
 	maxStepID             = 200
 )
 
-// Step test statuses (spec 2, "Step test status").
+// Step test statuses (docs/platform-api.md, "Step test status").
 const (
 	StatusRunning   = "running"
 	StatusWaiting   = "waiting"

@@ -10,7 +10,7 @@ import (
 	"github.com/adhocore/gronx"
 )
 
-// Calendar grammar limits (spec 2, "Generic rules" and "Limits").
+// Calendar grammar limits (docs/platform-api.md, "Generic rules" and "Limits").
 const (
 	MaxCronLen   = 256
 	MaxListTerms = 32
@@ -70,7 +70,7 @@ type Calendar struct {
 // String is the canonical expression: the fields joined by one space.
 func (c Calendar) String() string { return c.expr }
 
-// ParseCalendar checks expr against the calendar grammar of spec 2 before
+// ParseCalendar checks expr against the calendar grammar of docs/platform-api.md before
 // anything else reads it: five fields (minute 0-59, hour 0-23, day of
 // month 1-31, month 1-12, day of week 0-6, Sunday 0), UTC only, at least
 // one of the day fields "*", numbers of at most two digits, non-wrapping

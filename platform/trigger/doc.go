@@ -1,4 +1,4 @@
-// Package trigger starts runs without a person asking each time (spec 2,
+// Package trigger starts runs without a person asking each time (docs/platform-api.md,
 // "Runs, incidents, schedules", the Schedule state table, the calendar
 // grammar and firing rules of "Generic rules"): schedules, which start a
 // run of an activation at each occurrence of a five-field UTC calendar,

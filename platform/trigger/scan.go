@@ -13,7 +13,7 @@ import (
 	"github.com/agentbridge/bridge/platform/engine"
 )
 
-// DueBatch is how many due schedules one scheduler turn handles (spec 2,
+// DueBatch is how many due schedules one scheduler turn handles (docs/platform-api.md,
 // "Limits"); they fire in parallel so that their commits share fsyncs.
 const DueBatch = 10
 
@@ -27,7 +27,7 @@ var errMoved = errors.New("trigger: schedule changed during the scan")
 // occurrence is due at the injected clock's time, and answers whether the
 // batch was full.
 //
-// Firing rules (spec 2, "Generic rules"): only the occurrence in the
+// Firing rules (docs/platform-api.md, "Generic rules"): only the occurrence in the
 // current minute starts a run; older ones become one immutable skipped
 // range and are never caught up. The run, its occurrence record (keyed by
 // schedule and occurrence) and the advanced cursor commit in one

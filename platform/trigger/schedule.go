@@ -11,7 +11,7 @@ import (
 	"github.com/agentbridge/bridge/platform/auth"
 )
 
-// Problem codes of schedules (spec 2, "Errors").
+// Problem codes of schedules (docs/platform-api.md, "Errors").
 const (
 	// CodeScheduleRevision: stale revision, existing id saved without a
 	// revision, new id saved with one, or schedule deleted.
@@ -44,7 +44,7 @@ const (
 	BlockedInput = "input_rejected"
 )
 
-// The only time zone and missed-occurrence policy (spec 2, "Schedule
+// The only time zone and missed-occurrence policy (docs/platform-api.md, "Schedule
 // request").
 const (
 	TimezoneUTC = "UTC"

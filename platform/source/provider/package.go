@@ -26,7 +26,7 @@ import (
 	"github.com/agentbridge/bridge/platform/lang"
 )
 
-// Limits of one delivery (spec 2, "Limits": provider ingress body / batch).
+// Limits of one delivery (docs/platform-api.md, "Limits": provider ingress body / batch).
 const (
 	MaxBody    = 1 << 20
 	MaxEvents  = 100

@@ -93,3 +93,37 @@ func TestEditorDocuments(t *testing.T) {
 	h.must(201, h.saveDraft(op, other, platformtest.FlowWorkflow, ""), nil)
 	h.problem(404, "PF-NOT-FOUND", h.get(pPath(h)+"/drafts/"+other+"/studio/canvas", op))
 }
+
+// TestEditorDocumentSecretsWithDecisionTable: a draft whose workflow uses
+// a published decision table still has its secret positions checked (the
+// table's definition is loaded with the program).
+func TestEditorDocumentSecretsWithDecisionTable(t *testing.T) {
+	h := newHarness(t)
+	op := h.localToken()
+	h.mustPublish(op, "decision-tables", feeTable, "fee")
+	draft := uuid.NewString()
+	src := `kind: workflow
+id: acme/fee-flow
+version: 1
+input:
+  type: object
+  properties:
+    tier: {type: string}
+    apiKey: {type: string, x-secret: true}
+steps:
+  - id: fee
+    decision: acme/fee@1
+    with:
+      tier: =input.tier
+`
+	h.must(201, h.saveDraft(op, draft, src, ""), nil)
+	put := func(input string) resp {
+		return h.do(req{method: "PUT", path: pPath(h) + "/drafts/" + draft + "/studio/test-data", token: op,
+			body: map[string]any{"draft_revision": 1, "document": json.RawMessage(`{"schemaVersion":1,"kind":"test-data","input":` + input + `}`)}})
+	}
+	p := h.problem(422, sim.CodeSecretValue, put(`{"value":{"tier":"gold","apiKey":"k"},"source":"manual"}`))
+	if len(p.Diagnostics) != 1 || p.Diagnostics[0].Path != "/document/input/value" {
+		t.Fatalf("%+v", p)
+	}
+	h.must(201, put(`{"value":{"tier":"gold"},"source":"manual"}`), nil)
+}

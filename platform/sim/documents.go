@@ -234,9 +234,17 @@ func (s *Service) checkDocSecrets(ctx context.Context, sc Scope, src string, td 
 	if !res.OK {
 		return nil
 	}
-	p, err := LoadProgram(res.Artifact, lock, nil)
+	// The program loads with the definitions it references (a decision
+	// table's artifact is required), as a debug session's does.
+	refLock, defs, err := s.resolve(ctx, sc.Project, res.Artifact)
 	if err != nil {
-		return nil
+		return err
+	}
+	p, err := LoadProgram(res.Artifact, refLock, defs)
+	if err != nil {
+		// A compiled draft the kernel cannot load cannot have its secret
+		// positions checked: refuse rather than store unchecked values.
+		return refuse(CodeStudioReq, "/document", "the draft's workflow cannot be loaded to check its secret values: %v", err)
 	}
 	for _, e := range p.check(td) {
 		if e.Code == CodeSecretValue {

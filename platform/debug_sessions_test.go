@@ -353,3 +353,81 @@ func seedDebugSession(h *harness, op string) string {
 	h.must(201, h.post(pPath(h)+"/debug/sessions", op, map[string]any{"artifact": res.Artifact}), &s)
 	return s.ID
 }
+
+// TestDebugSessionPerContinueLimits checks the per-continue limits of
+// simulated events, kernel commands and boundaries over HTTP, each at its
+// bound (the continue ends the run) and one below what the run needs (the
+// session pauses with PF-DEBUG-LIMIT and boundary kind limit, and the next
+// continue goes on). The bounds are shrunk through the harness; the
+// documented 10,000 are asserted by sim's TestDefaultLimitsAreDocumented.
+func TestDebugSessionPerContinueLimits(t *testing.T) {
+	f := newDebugFixture(t)
+	h := f.h
+	const calls = 5
+	var res struct {
+		OK       bool            `json:"ok"`
+		Artifact json.RawMessage `json:"artifact"`
+	}
+	h.must(200, h.post(pPath(h)+"/compiler/compile", f.op, catalog.CompileRequest{Source: platformtest.CallsWorkflow("acme/calls", "acme/greet@1", "{name: x}", calls), Format: "yaml"}), &res)
+	if !res.OK {
+		t.Fatal("the calls workflow does not compile")
+	}
+	mocks := `{"action:acme/greet@1":{"output":{"name":"x"}}}`
+
+	// What one continue through the workflow takes with the documented
+	// limits: every event it fed (the view lists them); per call three
+	// kernel commands (the task, its attempt timer, the timer's
+	// cancellation once answered) plus the run's completion; one boundary
+	// (a mock's answer) per call.
+	s := f.mustCreate(f.op, res.Artifact, `{}`, mocks)
+	before := len(s.View.Events)
+	f.mustCommand(f.op, &s, `{"continue":{}}`)
+	if s.View.Status != sim.StatusSucceeded {
+		t.Fatalf("%+v", s.View)
+	}
+	completed := 0
+	for _, e := range s.View.Events {
+		if e.Kind == "task_completed" {
+			completed++
+		}
+	}
+	need := map[string]int{"events": len(s.View.Events) - before, "commands": 3*completed + 1, "boundaries": len(s.View.Boundaries)}
+	if completed != calls || need["boundaries"] != calls || need["events"] <= calls {
+		t.Fatalf("measured %v", need)
+	}
+	set := map[string]func(*sim.Limits, int){
+		"events":     func(l *sim.Limits, v int) { l.Events = v },
+		"commands":   func(l *sim.Limits, v int) { l.Commands = v },
+		"boundaries": func(l *sim.Limits, v int) { l.Boundaries = v },
+	}
+	words := map[string]string{"events": "simulated events", "commands": "kernel commands", "boundaries": "boundaries"}
+	for _, what := range []string{"events", "commands", "boundaries"} {
+		for _, delta := range []int{0, -1} {
+			lim := sim.DefaultLimits()
+			set[what](&lim, need[what]+delta)
+			h.simLimits = &lim
+			h.restart(true)
+			op := h.localToken()
+			s := f.mustCreate(op, res.Artifact, `{}`, mocks)
+			f.mustCommand(op, &s, `{"continue":{}}`)
+			if delta == 0 {
+				if s.View.Status != sim.StatusSucceeded {
+					t.Fatalf("%s at the bound %d: %+v", what, need[what], s.View)
+				}
+				continue
+			}
+			v := s.View
+			if v.Status != sim.StatusPaused || v.Boundary == nil || v.Boundary.Kind != "limit" || len(v.Diagnostics) != 1 ||
+				v.Diagnostics[0].Code != sim.CodeLimit || !strings.Contains(v.Diagnostics[0].Message, words[what]) {
+				t.Fatalf("%s past the bound (%d): %+v", what, need[what]+delta, v)
+			}
+			if what == "boundaries" && len(v.Boundaries) != need[what]+delta {
+				t.Fatalf("boundaries crossed %d, limit %d", len(v.Boundaries), need[what]+delta)
+			}
+			f.mustCommand(op, &s, `{"continue":{}}`)
+			if s.View.Status != sim.StatusSucceeded || len(s.View.Variables.Steps) != calls {
+				t.Fatalf("%s: the next continue: %+v", what, s.View)
+			}
+		}
+	}
+}

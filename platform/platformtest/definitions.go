@@ -3,6 +3,11 @@
 // the same workflows.
 package platformtest
 
+import (
+	"fmt"
+	"strings"
+)
+
 // Definitions of the run tests: an echo action, a noop action and a
 // workflow with set, switch, wait, succeed and fail.
 const (
@@ -140,3 +145,15 @@ steps:
         ok: =steps.call.output.ok
 `
 )
+
+// CallsWorkflow is workflow id calling action (a reference, id@version)
+// n times, one step (c0, c1, ...) after another, each with the literal
+// input with.
+func CallsWorkflow(id, action, with string, n int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "kind: workflow\nid: %s\nversion: 1\nsteps:\n", id)
+	for i := range n {
+		fmt.Fprintf(&b, "  - id: c%d\n    action: %s\n    with: %s\n", i, action, with)
+	}
+	return b.String()
+}

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/agentbridge/bridge/platform/platformtest"
 )
 
 // chainSrc is n set steps, each one node reduction.
@@ -19,12 +22,7 @@ func chainSrc(n int) string {
 
 // callsSrc is n calls of acme/lookup.
 func callsSrc(n int) string {
-	var b strings.Builder
-	b.WriteString("kind: workflow\nid: acme/calls\nversion: 1\nsteps:\n")
-	for i := range n {
-		fmt.Fprintf(&b, "  - id: c%d\n    action: acme/lookup@1\n    with: {id: x}\n", i)
-	}
-	return b.String()
+	return platformtest.CallsWorkflow("acme/calls", "acme/lookup@1", "{id: x}", n)
 }
 
 func continueWith(t *testing.T, p *Program, s *Session, lim Limits) {
@@ -125,5 +123,24 @@ func TestVirtualTimeAndSignalLimits(t *testing.T) {
 		if i == 3 && code(err) != CodeLimit {
 			t.Fatalf("signal past the bound: %v", err)
 		}
+	}
+}
+
+// TestDefaultLimitsAreDocumented pins the documented limits
+// (docs/platform-api.md, "Debug sessions" and "Editor host"); the HTTP
+// tests shrink them to reach them cheaply.
+func TestDefaultLimitsAreDocumented(t *testing.T) {
+	l := DefaultLimits()
+	if l.Reductions != 10_000 || l.Events != 10_000 || l.Commands != 10_000 || l.Boundaries != 10_000 ||
+		l.PendingSignals != 1_000 || l.VirtualTime != 366*24*time.Hour || l.SessionBytes != 64<<20 ||
+		l.Lifetime != time.Hour || l.LivePerCreator != 4 || l.LivePerProject != 16 || l.RetainedPerProject != 1_000 {
+		t.Fatalf("%+v", l)
+	}
+	if StudioSessions != 4 || StudioWork != 30*time.Second || MaxTestDataBytes != 1<<20 || MaxCanvasBytes != 256<<10 {
+		t.Fatal("editor host or document limits differ from the documented ones")
+	}
+	st := newStudio(&Service{lim: l})
+	if st.sessions != 4 || st.work != 30*time.Second {
+		t.Fatalf("editor host defaults %d %s", st.sessions, st.work)
 	}
 }

@@ -57,7 +57,7 @@ func visible(p Principal) (string, []any) {
 }
 
 // getJob reads a job the principal may see; another client's job is 404.
-func (s *Service) getJob(ctx context.Context, q querier, p Principal, id string) (Job, error) {
+func (s *Service) getJob(ctx context.Context, q store.Querier, p Principal, id string) (Job, error) {
 	cond, args := visible(p)
 	row := q.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM bridge_jobs WHERE id = ? AND `+cond, append([]any{id}, args...)...)
 	j, err := scanJob(row)
@@ -70,12 +70,7 @@ func (s *Service) getJob(ctx context.Context, q querier, p Principal, id string)
 	return j, nil
 }
 
-type querier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
-// txq adapts a transaction to querier.
+// txq adapts a transaction to store.Querier.
 type txq struct{ tx *sql.Tx }
 
 func (t txq) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {

@@ -15,6 +15,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/julienschmidt/httprouter"
+
+	"github.com/agentbridge/bridge/store"
 )
 
 // Error codes of the workflow-run routes.
@@ -203,7 +205,7 @@ func scanWorkflowRecord(row scanner) (workflowRecord, error) {
 }
 
 // recordByKey finds the run a client started with an Idempotency-Key.
-func recordByKey(ctx context.Context, q querier, client, key string) (*workflowRecord, error) {
+func recordByKey(ctx context.Context, q store.Querier, client, key string) (*workflowRecord, error) {
 	rec, err := scanWorkflowRecord(q.QueryRowContext(ctx, `SELECT `+workflowCols+` FROM bridge_workflow_runs
 		WHERE client_id = ? AND idempotency_key = ?`, client, key))
 	if errors.Is(err, sql.ErrNoRows) {

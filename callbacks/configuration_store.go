@@ -60,7 +60,7 @@ func scanConfig() ([]any, func() (Configuration, error)) {
 	}
 }
 
-func getConfig(ctx context.Context, q querier, id string) (Configuration, error) {
+func getConfig(ctx context.Context, q store.Querier, id string) (Configuration, error) {
 	dests, build := scanConfig()
 	err := q.QueryRowContext(ctx, `SELECT `+configColumns+` FROM callback_configurations WHERE id = ?`, id).Scan(dests...)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -72,7 +72,7 @@ func getConfig(ctx context.Context, q querier, id string) (Configuration, error)
 	return build()
 }
 
-func listConfigs(ctx context.Context, q querier) ([]Configuration, error) {
+func listConfigs(ctx context.Context, q store.Querier) ([]Configuration, error) {
 	rows, err := q.QueryContext(ctx, `SELECT `+configColumns+` FROM callback_configurations`)
 	if err != nil {
 		return nil, fmt.Errorf("callbacks: list configurations: %w", err)

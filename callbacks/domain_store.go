@@ -36,12 +36,7 @@ func scanDomain() ([]any, func() (AuthorizedDomain, error)) {
 	}
 }
 
-type querier interface {
-	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
-	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
-}
-
-func getDomain(ctx context.Context, q querier, id string) (AuthorizedDomain, error) {
+func getDomain(ctx context.Context, q store.Querier, id string) (AuthorizedDomain, error) {
 	dests, build := scanDomain()
 	err := q.QueryRowContext(ctx, `SELECT `+domainColumns+` FROM callback_authorized_domains WHERE id = ?`, id).Scan(dests...)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -53,7 +48,7 @@ func getDomain(ctx context.Context, q querier, id string) (AuthorizedDomain, err
 	return build()
 }
 
-func listDomains(ctx context.Context, q querier) ([]AuthorizedDomain, error) {
+func listDomains(ctx context.Context, q store.Querier) ([]AuthorizedDomain, error) {
 	rows, err := q.QueryContext(ctx, `SELECT `+domainColumns+` FROM callback_authorized_domains ORDER BY domain`)
 	if err != nil {
 		return nil, fmt.Errorf("callbacks: list domains: %w", err)

@@ -73,7 +73,7 @@ func scanExec() ([]any, func() (Execution, error)) {
 	}
 }
 
-func getExecution(ctx context.Context, q querier, id string) (Execution, error) {
+func getExecution(ctx context.Context, q store.Querier, id string) (Execution, error) {
 	dests, build := scanExec()
 	err := q.QueryRowContext(ctx, `SELECT `+execColumns+` FROM callback_executions WHERE id = ?`, id).Scan(dests...)
 	if errors.Is(err, sql.ErrNoRows) {

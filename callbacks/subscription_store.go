@@ -44,7 +44,7 @@ func scanSub() ([]any, func() (EventSubscription, error)) {
 		}
 }
 
-func getSub(ctx context.Context, q querier, id string) (EventSubscription, error) {
+func getSub(ctx context.Context, q store.Querier, id string) (EventSubscription, error) {
 	dests, build := scanSub()
 	err := q.QueryRowContext(ctx, `SELECT `+subColumns+` FROM callback_event_subscriptions WHERE id = ?`, id).Scan(dests...)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -56,7 +56,7 @@ func getSub(ctx context.Context, q querier, id string) (EventSubscription, error
 	return build()
 }
 
-func listSubs(ctx context.Context, q querier) ([]EventSubscription, error) {
+func listSubs(ctx context.Context, q store.Querier) ([]EventSubscription, error) {
 	rows, err := q.QueryContext(ctx, `SELECT `+subColumns+` FROM callback_event_subscriptions`)
 	if err != nil {
 		return nil, fmt.Errorf("callbacks: list subscriptions: %w", err)

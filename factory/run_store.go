@@ -31,12 +31,6 @@ func mustJSON(v any) string {
 	return string(data)
 }
 
-// queryer is what reads need: the reader pool or a write transaction.
-type queryer interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
 const runColumns = `id, seq, mode, state, repo, subdir, instruction, provider, profile, policy, checks,
 	source_revision, source_tree, workspace, checkpoint_revision, changed_files, diff_bytes,
 	plan_revision, current_task, current_command, error_code, error_message, retry_of,
@@ -107,7 +101,7 @@ func insertRun(ctx context.Context, tx *sql.Tx, r *Run, now time.Time) error {
 	return nil
 }
 
-func getRun(ctx context.Context, q queryer, id string) (runRow, error) {
+func getRun(ctx context.Context, q store.Querier, id string) (runRow, error) {
 	r, err := scanRun(q.QueryRowContext(ctx, `SELECT `+runColumns+` FROM factory_runs WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, errNotFound("run " + id)
@@ -129,7 +123,7 @@ type listFilter struct {
 	Bound bool
 }
 
-func listRuns(ctx context.Context, q queryer, f listFilter) ([]runRow, error) {
+func listRuns(ctx context.Context, q store.Querier, f listFilter) ([]runRow, error) {
 	var where []string
 	var args []any
 	if f.State != "" {
@@ -154,7 +148,7 @@ func listRuns(ctx context.Context, q queryer, f listFilter) ([]runRow, error) {
 }
 
 // runsInState lists the runs in one of states, oldest first (queue order).
-func runsInState(ctx context.Context, q queryer, states ...string) ([]runRow, error) {
+func runsInState(ctx context.Context, q store.Querier, states ...string) ([]runRow, error) {
 	marks := strings.TrimSuffix(strings.Repeat("?,", len(states)), ",")
 	args := make([]any, len(states))
 	for i, s := range states {
@@ -163,7 +157,7 @@ func runsInState(ctx context.Context, q queryer, states ...string) ([]runRow, er
 	return queryRuns(ctx, q, `SELECT `+runColumns+` FROM factory_runs WHERE state IN (`+marks+`) ORDER BY seq`, args...)
 }
 
-func queryRuns(ctx context.Context, q queryer, query string, args ...any) ([]runRow, error) {
+func queryRuns(ctx context.Context, q store.Querier, query string, args ...any) ([]runRow, error) {
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("factory: list runs: %w", err)
@@ -307,7 +301,7 @@ func closeOpenTasks(ctx context.Context, tx *sql.Tx, runID, state string, now ti
 	return nil
 }
 
-func listTasks(ctx context.Context, q queryer, runID string) ([]Task, error) {
+func listTasks(ctx context.Context, q store.Querier, runID string) ([]Task, error) {
 	rows, err := q.QueryContext(ctx, `SELECT idx, kind, role, title, instruction, state, revision, attempt, error, started_at, finished_at
 		FROM factory_tasks WHERE run_id = ? ORDER BY idx`, runID)
 	if err != nil {
@@ -339,7 +333,7 @@ func insertTurn(ctx context.Context, tx *sql.Tx, runID string, t Turn) error {
 	return nil
 }
 
-func listTurns(ctx context.Context, q queryer, runID string) ([]Turn, error) {
+func listTurns(ctx context.Context, q store.Querier, runID string) ([]Turn, error) {
 	rows, err := q.QueryContext(ctx, `SELECT task_idx, turn, provider, exit_code, is_error, failure, text, stderr, events, started_at, duration_ms
 		FROM factory_turns WHERE run_id = ? ORDER BY task_idx, turn`, runID)
 	if err != nil {
@@ -376,7 +370,7 @@ func insertCheck(ctx context.Context, tx *sql.Tx, runID string, attempt int, c C
 }
 
 // listVerification returns every attempt in order.
-func listVerification(ctx context.Context, q queryer, runID string) ([]Verification, error) {
+func listVerification(ctx context.Context, q store.Querier, runID string) ([]Verification, error) {
 	rows, err := q.QueryContext(ctx, `SELECT attempt, idx, name, command, source, timeout_ms, exit_code, timed_out, output, truncated, started_at, duration_ms
 		FROM factory_checks WHERE run_id = ? ORDER BY attempt, idx`, runID)
 	if err != nil {
@@ -435,7 +429,7 @@ func appendJournal(ctx context.Context, tx *sql.Tx, runID string, e Entry) (Entr
 	return e, nil
 }
 
-func listJournal(ctx context.Context, q queryer, runID string) ([]Entry, error) {
+func listJournal(ctx context.Context, q store.Querier, runID string) ([]Entry, error) {
 	rows, err := q.QueryContext(ctx, `SELECT seq, kind, action, ref, data, at, prev_hash, hash FROM factory_journal WHERE run_id = ? ORDER BY rowid`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("factory: read journal of run %s: %w", runID, err)
@@ -472,7 +466,7 @@ type outboxRow struct {
 	payload             string
 }
 
-func readOutbox(ctx context.Context, q queryer, limit int) ([]outboxRow, error) {
+func readOutbox(ctx context.Context, q store.Querier, limit int) ([]outboxRow, error) {
 	rows, err := q.QueryContext(ctx, `SELECT id, event_id, event_type, run_id, payload FROM factory_outbox ORDER BY id LIMIT ?`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("factory: read outbox: %w", err)
@@ -498,7 +492,7 @@ func deleteOutbox(ctx context.Context, tx *sql.Tx, upTo int64) error {
 
 // lastCommit is the workspace head the journal records: the revision of
 // the last commit receipt that changed something, else the source.
-func lastCommit(ctx context.Context, q queryer, runID, source string) (string, error) {
+func lastCommit(ctx context.Context, q store.Querier, runID, source string) (string, error) {
 	entries, err := listJournal(ctx, q, runID)
 	if err != nil {
 		return "", err
@@ -530,7 +524,7 @@ func insertMessage(ctx context.Context, tx *sql.Tx, runID string, m WorkerMessag
 	return nil
 }
 
-func listMessages(ctx context.Context, q queryer, runID string) ([]WorkerMessage, error) {
+func listMessages(ctx context.Context, q store.Querier, runID string) ([]WorkerMessage, error) {
 	rows, err := q.QueryContext(ctx, `SELECT task_idx, kind, text, at FROM factory_messages WHERE run_id = ? ORDER BY seq`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("factory: list worker messages of run %s: %w", runID, err)

@@ -48,7 +48,7 @@ func New(o Options) (*Service, error) {
 
 // requireEnvironment answers 404 unless the path's environment exists in
 // its project and tenant.
-func requireEnvironment(ctx context.Context, q querier, sc auth.Scope) error {
+func requireEnvironment(ctx context.Context, q store.Querier, sc auth.Scope) error {
 	ok, err := environmentExists(ctx, q, sc.Tenant, sc.Project, sc.Environment)
 	if err != nil {
 		return err

@@ -7,13 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
-)
 
-// querier is what reads need: the reader pool or a write transaction.
-type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
+	"github.com/agentbridge/bridge/store"
+)
 
 // errNotFound is returned by reads that find no row.
 var errNotFound = errors.New("activation: not found")
@@ -22,7 +18,7 @@ func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 
 // environmentExists reports whether the environment exists in the project
 // and tenant.
-func environmentExists(ctx context.Context, q querier, tenant, project, env string) (bool, error) {
+func environmentExists(ctx context.Context, q store.Querier, tenant, project, env string) (bool, error) {
 	var n int
 	err := q.QueryRowContext(ctx, `SELECT count(*) FROM platform_environments WHERE id = ? AND project_id = ? AND tenant_id = ?`,
 		env, project, tenant).Scan(&n)
@@ -82,7 +78,7 @@ func insertActivation(ctx context.Context, tx *sql.Tx, tenant string, a Activati
 }
 
 // getActivation reads an activation of the environment.
-func getActivation(ctx context.Context, q querier, env, id string) (Activation, error) {
+func getActivation(ctx context.Context, q store.Querier, env, id string) (Activation, error) {
 	a, err := scanActivation(q.QueryRowContext(ctx, `SELECT `+activationCols+` FROM platform_activations
 		WHERE id = ? AND environment_id = ?`, id, env))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -96,7 +92,7 @@ func getActivation(ctx context.Context, q querier, env, id string) (Activation, 
 
 // activeFor reads the active activation of a workflow id in the
 // environment (errNotFound when there is none).
-func activeFor(ctx context.Context, q querier, env, workflowID string) (Activation, error) {
+func activeFor(ctx context.Context, q store.Querier, env, workflowID string) (Activation, error) {
 	a, err := scanActivation(q.QueryRowContext(ctx, `SELECT `+activationCols+` FROM platform_activations
 		WHERE environment_id = ? AND workflow_id = ? AND status = 'active'`, env, workflowID))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -110,7 +106,7 @@ func activeFor(ctx context.Context, q querier, env, workflowID string) (Activati
 
 // listActivations lists the environment's activations in id order after
 // after, optionally of one status ("" for all).
-func listActivations(ctx context.Context, q querier, env, status, after string, limit int) ([]Activation, error) {
+func listActivations(ctx context.Context, q store.Querier, env, status, after string, limit int) ([]Activation, error) {
 	query := `SELECT ` + activationCols + ` FROM platform_activations WHERE environment_id = ? AND id > ?` + notTest
 	args := []any{env, after}
 	if status != "" {

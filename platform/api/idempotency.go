@@ -159,13 +159,9 @@ func (c *Call) replay(rec *idemRecord, hash []byte) error {
 	return nil
 }
 
-type querier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
 // lookupIdempotency reads the record under key committed at or after
 // cutoff (Unix milliseconds), or nil.
-func lookupIdempotency(ctx context.Context, q querier, principal, scope, key string, cutoff int64) (*idemRecord, error) {
+func lookupIdempotency(ctx context.Context, q store.Querier, principal, scope, key string, cutoff int64) (*idemRecord, error) {
 	var rec idemRecord
 	var hdr string
 	var body []byte

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/agentbridge/bridge/platform/api"
+	"github.com/agentbridge/bridge/store"
 )
 
 const (
@@ -56,7 +57,7 @@ func latestSave(revs []draftRevision) int64 {
 }
 
 // draftInScope reads a draft of the path's project (404 otherwise).
-func draftInScope(c *api.Call, q querier, id string) (draftRow, error) {
+func draftInScope(c *api.Call, q store.Querier, id string) (draftRow, error) {
 	d, err := getDraft(c.Context(), q, id)
 	if errors.Is(err, errNotFound) {
 		return d, api.NotFound("draft")

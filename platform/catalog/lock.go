@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/agentbridge/bridge/platform/lang"
+	"github.com/agentbridge/bridge/store"
 )
 
 // installedAdapters are the connector adapters this server runs besides the
@@ -22,7 +23,7 @@ func baseLock() *lang.CatalogLock {
 // projectLock builds the project's current catalog lock from its published
 // versions: every version as a definition, the task queues of worker-bound
 // actions and the installed adapters.
-func projectLock(ctx context.Context, q querier, project string) (*lang.CatalogLock, error) {
+func projectLock(ctx context.Context, q store.Querier, project string) (*lang.CatalogLock, error) {
 	versions, err := listVersions(ctx, q, project, "", "", "", 0)
 	if err != nil {
 		return nil, err
@@ -119,7 +120,7 @@ func schemaOrNil(raw json.RawMessage) json.RawMessage {
 // ProjectLock is the project's current catalog lock (what GET P/catalog
 // answers), for the editor host (platform/sim), which compiles local
 // sources against it without calling its own HTTP routes.
-func ProjectLock(ctx context.Context, q Querier, project string) (*lang.CatalogLock, error) {
+func ProjectLock(ctx context.Context, q store.Querier, project string) (*lang.CatalogLock, error) {
 	return projectLock(ctx, q, project)
 }
 

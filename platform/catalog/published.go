@@ -5,13 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-)
 
-// Querier is what a read of published versions needs: a reader pool
-// (*sql.DB) or a write transaction (*sql.Tx).
-type Querier interface {
-	querier
-}
+	"github.com/agentbridge/bridge/store"
+)
 
 // ErrVersionNotFound is returned by PublishedVersion when the project has
 // no published version with that id.
@@ -20,7 +16,7 @@ var ErrVersionNotFound = errors.New("catalog: published version not found")
 // PublishedVersion reads a published version of any kind by id within a
 // project, for packages that bind published versions (activations).
 // Published versions never change, so the result may be kept.
-func PublishedVersion(ctx context.Context, q Querier, project, id string) (Version, error) {
+func PublishedVersion(ctx context.Context, q store.Querier, project, id string) (Version, error) {
 	v, err := scanVersion(q.QueryRowContext(ctx, `SELECT `+versionCols+` FROM platform_definition_versions
 		WHERE id = ? AND project_id = ?`, id, project))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -34,7 +30,7 @@ func PublishedVersion(ctx context.Context, q Querier, project, id string) (Versi
 
 // ProjectVersions reads every published version of a project (test
 // versions left out), in id order: the compatibility scan checks each.
-func ProjectVersions(ctx context.Context, q Querier, project string) ([]Version, error) {
+func ProjectVersions(ctx context.Context, q store.Querier, project string) ([]Version, error) {
 	return listVersions(ctx, q, project, "", "", "", 0)
 }
 

@@ -71,7 +71,7 @@ func checkSource(source, format string) error {
 }
 
 // requireProject answers 404 unless the path's project exists in its tenant.
-func (s *Service) requireProject(ctx context.Context, q querier, c *api.Call) error {
+func (s *Service) requireProject(ctx context.Context, q store.Querier, c *api.Call) error {
 	sc := c.PathScope()
 	ok, err := projectExists(ctx, q, sc.Tenant, sc.Project)
 	if err != nil {
@@ -84,7 +84,7 @@ func (s *Service) requireProject(ctx context.Context, q querier, c *api.Call) er
 }
 
 // lock is the project's current catalog lock.
-func (s *Service) lock(ctx context.Context, q querier, c *api.Call) (*lang.CatalogLock, error) {
+func (s *Service) lock(ctx context.Context, q store.Querier, c *api.Call) (*lang.CatalogLock, error) {
 	if err := s.requireProject(ctx, q, c); err != nil {
 		return nil, err
 	}

@@ -8,20 +8,16 @@ import (
 	"errors"
 	"fmt"
 	"time"
-)
 
-// querier is what reads need: the reader pool or a write transaction.
-type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
+	"github.com/agentbridge/bridge/store"
+)
 
 // errNotFound is returned by reads that find no row.
 var errNotFound = errors.New("catalog: not found")
 
 func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 
-func projectExists(ctx context.Context, q querier, tenant, project string) (bool, error) {
+func projectExists(ctx context.Context, q store.Querier, tenant, project string) (bool, error) {
 	var n int
 	err := q.QueryRowContext(ctx, `SELECT count(*) FROM platform_projects WHERE id = ? AND tenant_id = ?`, project, tenant).Scan(&n)
 	if err != nil {
@@ -57,7 +53,7 @@ func insertVersion(ctx context.Context, tx *sql.Tx, tenant, project string, v Ve
 }
 
 // versionExists reports the id of the published (kind, id, version), or "".
-func versionExists(ctx context.Context, q querier, project, kind, defID string, version int) (string, error) {
+func versionExists(ctx context.Context, q store.Querier, project, kind, defID string, version int) (string, error) {
 	var id string
 	err := q.QueryRowContext(ctx, `SELECT id FROM platform_definition_versions
 		WHERE project_id = ? AND kind = ? AND definition_id = ? AND version = ?`+notTest, project, kind, defID, version).Scan(&id)
@@ -70,7 +66,7 @@ func versionExists(ctx context.Context, q querier, project, kind, defID string, 
 	return id, nil
 }
 
-func getVersion(ctx context.Context, q querier, project, kind, id string) (Version, error) {
+func getVersion(ctx context.Context, q store.Querier, project, kind, id string) (Version, error) {
 	v, err := scanVersion(q.QueryRowContext(ctx, `SELECT `+versionCols+` FROM platform_definition_versions
 		WHERE id = ? AND project_id = ? AND kind = ?`+notTest, id, project, kind))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -84,7 +80,7 @@ func getVersion(ctx context.Context, q querier, project, kind, id string) (Versi
 
 // listVersions lists a project's versions of kind (all kinds when "") in id
 // order after after, optionally of one definition id.
-func listVersions(ctx context.Context, q querier, project, kind, defID, after string, limit int) ([]Version, error) {
+func listVersions(ctx context.Context, q store.Querier, project, kind, defID, after string, limit int) ([]Version, error) {
 	query := `SELECT ` + versionCols + ` FROM platform_definition_versions WHERE project_id = ? AND id > ?` + notTest
 	args := []any{project, after}
 	if kind != "" {
@@ -141,7 +137,7 @@ func scanDraft(sc interface{ Scan(...any) error }) (draftRow, error) {
 }
 
 // getDraft reads a draft by id in any project (callers check the scope).
-func getDraft(ctx context.Context, q querier, id string) (draftRow, error) {
+func getDraft(ctx context.Context, q store.Querier, id string) (draftRow, error) {
 	d, err := scanDraft(q.QueryRowContext(ctx, `SELECT `+draftCols+` FROM platform_drafts WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return d, errNotFound
@@ -152,7 +148,7 @@ func getDraft(ctx context.Context, q querier, id string) (draftRow, error) {
 	return d, nil
 }
 
-func listDrafts(ctx context.Context, q querier, project, after string, includeRetired bool, limit int) ([]draftRow, error) {
+func listDrafts(ctx context.Context, q store.Querier, project, after string, includeRetired bool, limit int) ([]draftRow, error) {
 	query := `SELECT ` + draftCols + ` FROM platform_drafts WHERE project_id = ? AND id > ?`
 	if !includeRetired {
 		query += ` AND retired_at IS NULL`
@@ -186,7 +182,7 @@ type draftRevision struct {
 	By       string
 }
 
-func draftRevisions(ctx context.Context, q querier, id string) ([]draftRevision, error) {
+func draftRevisions(ctx context.Context, q store.Querier, id string) ([]draftRevision, error) {
 	rows, err := q.QueryContext(ctx, `SELECT revision, action, kind, source, at, by FROM platform_draft_revisions
 		WHERE draft_id = ? ORDER BY revision`, id)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/bridge/platform/lang"
+	"github.com/agentbridge/bridge/store"
 )
 
 // Test versions hold the compiled artifacts that step tests and draft test
@@ -38,7 +39,7 @@ var (
 
 // DraftSource answers the source saved at revision of a draft of the
 // project (not retired).
-func DraftSource(ctx context.Context, q Querier, tenant, project, draft string, revision int64) (string, error) {
+func DraftSource(ctx context.Context, q store.Querier, tenant, project, draft string, revision int64) (string, error) {
 	d, err := getDraft(ctx, q, draft)
 	if errors.Is(err, errNotFound) || (err == nil && (d.Tenant != tenant || d.Project != project)) {
 		return "", ErrDraftNotFound
@@ -63,7 +64,7 @@ func DraftSource(ctx context.Context, q Querier, tenant, project, draft string, 
 
 // CompileForProject compiles src against the project's current catalog
 // lock, as publication does, and answers the result and the lock's digest.
-func CompileForProject(ctx context.Context, q Querier, project string, src []byte) (lang.Result, string, error) {
+func CompileForProject(ctx context.Context, q store.Querier, project string, src []byte) (lang.Result, string, error) {
 	lock, err := projectLock(ctx, q, project)
 	if err != nil {
 		return lang.Result{}, "", err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentbridge/bridge/platform/catalog"
 	"github.com/agentbridge/bridge/platform/lang"
+	"github.com/agentbridge/bridge/store"
 )
 
 // Verdicts.
@@ -88,7 +89,7 @@ type artifactHead struct {
 type Loader func(ctx context.Context, project, versionID string) error
 
 // scan checks every published definition of project.
-func scan(ctx context.Context, q catalog.Querier, load Loader, project string) (Report, error) {
+func scan(ctx context.Context, q store.Querier, load Loader, project string) (Report, error) {
 	r := Report{ProjectID: project, Verdict: Compatible, Server: server(), Incompatible: []Finding{}}
 	versions, err := catalog.ProjectVersions(ctx, q, project)
 	if err != nil {

@@ -11,16 +11,10 @@ import (
 	"github.com/agentbridge/bridge/store"
 )
 
-// querier is what reads need: the reader pool or a write transaction.
-type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
 // errNotFound: the project has no verdict yet.
 var errNotFound = errors.New("compat: no verdict")
 
-func getReport(ctx context.Context, q querier, project string) (Report, error) {
+func getReport(ctx context.Context, q store.Querier, project string) (Report, error) {
 	var raw string
 	err := q.QueryRowContext(ctx, `SELECT report FROM platform_compatibility WHERE project_id = ?`, project).Scan(&raw)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -53,7 +47,7 @@ func putReport(ctx context.Context, tx *sql.Tx, r Report) error {
 
 // dueProjects lists up to limit projects whose rescan is due or that were
 // never scanned.
-func dueProjects(ctx context.Context, q querier, now time.Time, limit int) ([]string, error) {
+func dueProjects(ctx context.Context, q store.Querier, now time.Time, limit int) ([]string, error) {
 	rows, err := q.QueryContext(ctx, `SELECT p.id FROM platform_projects p LEFT JOIN platform_compatibility c ON c.project_id = p.id
 		WHERE c.project_id IS NULL OR c.next_scan_at <= ? ORDER BY coalesce(c.next_scan_at, 0), p.id LIMIT ?`, store.Millis(now), limit)
 	if err != nil {
@@ -72,7 +66,7 @@ func dueProjects(ctx context.Context, q querier, now time.Time, limit int) ([]st
 }
 
 // restricted counts the projects whose verdict is restricted.
-func restricted(ctx context.Context, q querier) (int, error) {
+func restricted(ctx context.Context, q store.Querier) (int, error) {
 	var n int
 	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM platform_compatibility WHERE verdict = 'restricted'`).Scan(&n); err != nil {
 		return 0, fmt.Errorf("compat: count restricted projects: %w", err)
@@ -80,7 +74,7 @@ func restricted(ctx context.Context, q querier) (int, error) {
 	return n, nil
 }
 
-func projectExists(ctx context.Context, q querier, tenant, project string) (bool, error) {
+func projectExists(ctx context.Context, q store.Querier, tenant, project string) (bool, error) {
 	var n int
 	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM platform_projects WHERE id = ? AND tenant_id = ?`, project, tenant).Scan(&n); err != nil {
 		return false, fmt.Errorf("compat: read project: %w", err)

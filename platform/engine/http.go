@@ -16,6 +16,7 @@ import (
 	"github.com/agentbridge/bridge/platform/api"
 	"github.com/agentbridge/bridge/platform/auth"
 	"github.com/agentbridge/bridge/platform/kernel"
+	"github.com/agentbridge/bridge/store"
 )
 
 // Request limits.
@@ -80,7 +81,7 @@ func runPath(sc auth.Scope, id string) string {
 }
 
 // requireEnvironment answers 404 unless the path's environment exists.
-func requireEnvironment(ctx context.Context, q querier, sc auth.Scope) error {
+func requireEnvironment(ctx context.Context, q store.Querier, sc auth.Scope) error {
 	var n int
 	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM platform_environments WHERE id = ? AND project_id = ? AND tenant_id = ?`,
 		sc.Environment, sc.Project, sc.Tenant).Scan(&n); err != nil {
@@ -136,7 +137,7 @@ type activationInfo struct {
 }
 
 // readActivation reads an activation of the environment.
-func readActivation(ctx context.Context, q querier, env, id string) (activationInfo, error) {
+func readActivation(ctx context.Context, q store.Querier, env, id string) (activationInfo, error) {
 	var a activationInfo
 	var defaults string
 	err := q.QueryRowContext(ctx, `SELECT status, published_version_id, input_defaults FROM platform_activations
@@ -222,7 +223,7 @@ func optional(s string) *string {
 }
 
 // read loads the run named by the path with its program.
-func (s *Service) read(c *api.Call, q querier) (runRow, *program, error) {
+func (s *Service) read(c *api.Call, q store.Querier) (runRow, *program, error) {
 	id, err := c.UUIDParam("run", "run")
 	if err != nil {
 		return runRow{}, nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/agentbridge/bridge/platform/api"
 	"github.com/agentbridge/bridge/platform/auth"
 	"github.com/agentbridge/bridge/platform/kernel"
+	"github.com/agentbridge/bridge/store"
 )
 
 // Human task statuses (platform_human_tasks.status).
@@ -83,7 +84,7 @@ func msPtr(v sql.NullInt64) *time.Time {
 }
 
 // getHuman reads a human task of the environment.
-func getHuman(ctx context.Context, q querier, env, id string) (humanRow, error) {
+func getHuman(ctx context.Context, q store.Querier, env, id string) (humanRow, error) {
 	h, err := scanHuman(q.QueryRowContext(ctx, `SELECT `+humanCols+` FROM platform_human_tasks WHERE id = ? AND environment_id = ?`, id, env))
 	if errors.Is(err, sql.ErrNoRows) {
 		return h, api.NotFound("human task")
@@ -101,7 +102,7 @@ type humanFilter struct {
 
 // listHumans reads up to limit human tasks of the environment after the id
 // after, in id order.
-func listHumans(ctx context.Context, q querier, env string, f humanFilter, after string, limit int) ([]humanRow, error) {
+func listHumans(ctx context.Context, q store.Querier, env string, f humanFilter, after string, limit int) ([]humanRow, error) {
 	rows, err := q.QueryContext(ctx, `SELECT `+humanCols+` FROM platform_human_tasks
 		WHERE environment_id = ? AND id > ? AND (? = '' OR status = ?) AND (? = '' OR run_id = ?) AND (? = '' OR claimed_by = ?)
 		AND (? = '' OR EXISTS (SELECT 1 FROM json_each(assignees) j WHERE j.value = ? OR j.value = ?))
@@ -247,7 +248,7 @@ func completeHuman(ctx context.Context, tx *sql.Tx, h humanRow, by, decision str
 
 // checkAssignee answers 422 unless principal exists, is enabled and holds
 // human_task.complete at scope (the reassigned person must be able to act).
-func checkAssignee(ctx context.Context, q querier, principal string, scope auth.Scope) error {
+func checkAssignee(ctx context.Context, q store.Querier, principal string, scope auth.Scope) error {
 	var kind string
 	var disabled bool
 	err := q.QueryRowContext(ctx, `SELECT kind, disabled FROM platform_principals WHERE id = ?`, principal).Scan(&kind, &disabled)

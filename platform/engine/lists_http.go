@@ -12,6 +12,7 @@ import (
 	"github.com/agentbridge/bridge/platform/api"
 	"github.com/agentbridge/bridge/platform/auth"
 	"github.com/agentbridge/bridge/platform/kernel"
+	"github.com/agentbridge/bridge/store"
 )
 
 // runStatuses are the values of the status filter.
@@ -170,7 +171,7 @@ func parseWorkflowFilter(v string) (id string, version int, ok bool) {
 
 // eachRow runs query and hands each row to fn; what names the read in
 // errors.
-func eachRow(ctx context.Context, q querier, what, query string, args []any, fn func(*sql.Rows) error) error {
+func eachRow(ctx context.Context, q store.Querier, what, query string, args []any, fn func(*sql.Rows) error) error {
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return fmt.Errorf("engine: %s: %w", what, err)
@@ -253,7 +254,7 @@ func (s *Service) runSteps(c *api.Call) error {
 
 // nodeKinds maps the node ids of a published workflow version to their
 // step kinds (from its artifact).
-func nodeKinds(ctx context.Context, q querier, versionID string) (map[string]string, error) {
+func nodeKinds(ctx context.Context, q store.Querier, versionID string) (map[string]string, error) {
 	kinds := map[string]string{}
 	err := eachRow(ctx, q, "read step kinds", `SELECT json_extract(n.value, '$.id'), json_extract(n.value, '$.kind')
 		FROM platform_definition_versions v, json_each(v.artifact, '$.nodes') n WHERE v.id = ?`, []any{versionID},
@@ -270,7 +271,7 @@ func nodeKinds(ctx context.Context, q querier, versionID string) (map[string]str
 
 // scanRecords feeds the history records of run id's events up to seq, in
 // seq order, to fn with the task and error of a task_failed event.
-func scanRecords(ctx context.Context, q querier, id string, upTo int64, fn func([]kernel.Record, string, *kernel.TaskError)) error {
+func scanRecords(ctx context.Context, q store.Querier, id string, upTo int64, fn func([]kernel.Record, string, *kernel.TaskError)) error {
 	return eachRow(ctx, q, "read run records", `SELECT records, CASE WHEN kind = ? THEN payload ELSE '' END FROM platform_run_events
 		WHERE run_id = ? AND seq <= ? AND records <> '[]' ORDER BY seq`, []any{string(kernel.EventTaskFailed), id, upTo},
 		func(rows *sql.Rows) error {

@@ -9,6 +9,7 @@ import (
 	"github.com/agentbridge/bridge/platform/catalog"
 	"github.com/agentbridge/bridge/platform/kernel"
 	"github.com/agentbridge/bridge/platform/lang"
+	"github.com/agentbridge/bridge/store"
 )
 
 // Built-in adapters the engine completes in process.
@@ -55,7 +56,7 @@ type definitionFields struct {
 
 // program answers the loaded program of a published workflow version,
 // from the cache or by loading it once (published versions never change).
-func (s *Service) program(ctx context.Context, q catalog.Querier, project, versionID string) (*program, error) {
+func (s *Service) program(ctx context.Context, q store.Querier, project, versionID string) (*program, error) {
 	s.mu.Lock()
 	p, ok := s.programs[versionID]
 	s.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"github.com/agentbridge/bridge/platform/auth"
 	"github.com/agentbridge/bridge/platform/catalog"
 	"github.com/agentbridge/bridge/platform/kernel"
+	"github.com/agentbridge/bridge/store"
 )
 
 // This file serves platform/source (provider sources, docs/platform-api.md
@@ -26,7 +27,7 @@ type targetArtifact struct {
 	} `json:"nodes"`
 }
 
-func (s *Service) targetArtifact(ctx context.Context, q querier, project, version string) (targetArtifact, error) {
+func (s *Service) targetArtifact(ctx context.Context, q store.Querier, project, version string) (targetArtifact, error) {
 	var a targetArtifact
 	v, err := catalog.PublishedVersion(ctx, q, project, version)
 	if err != nil {

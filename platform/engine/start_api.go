@@ -12,6 +12,7 @@ import (
 	"github.com/agentbridge/bridge/platform/api"
 	"github.com/agentbridge/bridge/platform/auth"
 	"github.com/agentbridge/bridge/platform/kernel"
+	"github.com/agentbridge/bridge/store"
 )
 
 // startPlan is a validated run start and what it read before its
@@ -237,7 +238,7 @@ func (s *Service) CheckAgentOutput(ctx context.Context, runID, taskID string, ou
 
 // activeActivation answers the newest active activation of workflow in the
 // environment and the version it runs.
-func activeActivation(ctx context.Context, q querier, sc auth.Scope, workflow string, version int) (string, int, error) {
+func activeActivation(ctx context.Context, q store.Querier, sc auth.Scope, workflow string, version int) (string, int, error) {
 	var id string
 	var active int
 	err := q.QueryRowContext(ctx, `SELECT id, workflow_version FROM platform_activations

@@ -10,13 +10,8 @@ import (
 
 	"github.com/agentbridge/bridge/platform/api"
 	"github.com/agentbridge/bridge/platform/kernel"
+	"github.com/agentbridge/bridge/store"
 )
-
-// querier is what reads need: the reader pool or a write transaction.
-type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
 
 // errNotFound is returned by reads that find no row.
 var errNotFound = errors.New("engine: not found")
@@ -86,7 +81,7 @@ func nullable(s sql.NullString) *string {
 }
 
 // getRun reads a run of the environment ("" for any environment).
-func (s *Service) getRun(ctx context.Context, q querier, env, id string) (runRow, error) {
+func (s *Service) getRun(ctx context.Context, q store.Querier, env, id string) (runRow, error) {
 	query := `SELECT ` + runCols + runFrom + ` WHERE r.id = ?`
 	args := []any{id}
 	if env != "" {
@@ -204,7 +199,7 @@ func clearWork(ctx context.Context, tx *sql.Tx, id string, seq int64) error {
 }
 
 // idsWhere lists up to limit run ids of a query with its arguments.
-func idsWhere(ctx context.Context, q querier, query string, args ...any) ([]string, error) {
+func idsWhere(ctx context.Context, q store.Querier, query string, args ...any) ([]string, error) {
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("engine: list runs: %w", err)
@@ -234,7 +229,7 @@ type eventRow struct {
 }
 
 // listEvents reads a run's events after seq in seq order, opened.
-func (s *Service) listEvents(ctx context.Context, q querier, id string, after int64, limit int) ([]eventRow, error) {
+func (s *Service) listEvents(ctx context.Context, q store.Querier, id string, after int64, limit int) ([]eventRow, error) {
 	rows, err := q.QueryContext(ctx, `SELECT seq, kind, payload, records, at FROM platform_run_events
 		WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, id, after, limit)
 	if err != nil {
@@ -263,7 +258,7 @@ func (s *Service) listEvents(ctx context.Context, q querier, id string, after in
 }
 
 // hasInbox reports whether events are held for run id.
-func hasInbox(ctx context.Context, q querier, id string) (bool, error) {
+func hasInbox(ctx context.Context, q store.Querier, id string) (bool, error) {
 	var n int
 	if err := q.QueryRowContext(ctx, `SELECT EXISTS(SELECT 1 FROM platform_run_inbox WHERE run_id = ?)`, id).Scan(&n); err != nil {
 		return false, fmt.Errorf("engine: read inbox: %w", err)
@@ -272,7 +267,7 @@ func hasInbox(ctx context.Context, q querier, id string) (bool, error) {
 }
 
 // nextHeld reads the oldest event held for run id and its row id.
-func (s *Service) nextHeld(ctx context.Context, q querier, id string) (kernel.Event, int64, bool, error) {
+func (s *Service) nextHeld(ctx context.Context, q store.Querier, id string) (kernel.Event, int64, bool, error) {
 	var e kernel.Event
 	var row int64
 	var raw string

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/bridge/platform/kernel"
+	"github.com/agentbridge/bridge/store"
 )
 
 // Worker tasks (migration 0012_worker_tasks): an attempt of an action bound
@@ -70,7 +71,7 @@ func (sl sealer) scanWorkerTask(sc interface{ Scan(...any) error }) (workerTask,
 
 // getWorkerTask reads a worker task of environment env; errNotFound when
 // there is none.
-func (s *Service) getWorkerTask(ctx context.Context, q querier, env, id string) (workerTask, error) {
+func (s *Service) getWorkerTask(ctx context.Context, q store.Querier, env, id string) (workerTask, error) {
 	w, err := s.seal.scanWorkerTask(q.QueryRowContext(ctx, `SELECT `+workerTaskCols+` FROM platform_worker_tasks
 		WHERE task_id = ? AND environment_id = ?`, id, env))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -154,7 +155,7 @@ func endWorkerTask(ctx context.Context, tx *sql.Tx, id, run, env string, e taskE
 
 // getTaskEnd reads how task id of environment env ended; errNotFound when
 // it has not (or never existed).
-func getTaskEnd(ctx context.Context, q querier, env, id string) (taskEnd, error) {
+func getTaskEnd(ctx context.Context, q store.Querier, env, id string) (taskEnd, error) {
 	var e taskEnd
 	var response sql.NullString
 	var ended int64

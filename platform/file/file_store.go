@@ -10,12 +10,6 @@ import (
 	"github.com/agentbridge/bridge/store"
 )
 
-// querier is what reads need: the reader pool or a write transaction.
-type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
 // errNotFound is returned by reads that find no row.
 var errNotFound = errors.New("file: not found")
 
@@ -48,7 +42,7 @@ func scanFile(sc interface{ Scan(...any) error }) (row, error) {
 }
 
 // getFile reads file id of environment env (errNotFound).
-func getFile(ctx context.Context, q querier, env, id string) (row, error) {
+func getFile(ctx context.Context, q store.Querier, env, id string) (row, error) {
 	r, err := scanFile(q.QueryRowContext(ctx, `SELECT `+fileCols+` FROM platform_files WHERE id = ? AND environment_id = ?`, id, env))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, errNotFound
@@ -60,7 +54,7 @@ func getFile(ctx context.Context, q querier, env, id string) (row, error) {
 }
 
 // usage answers the count and declared bytes of env's live files.
-func usage(ctx context.Context, q querier, env string) (n, total int64, err error) {
+func usage(ctx context.Context, q store.Querier, env string) (n, total int64, err error) {
 	err = q.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(size), 0) FROM platform_files
 		WHERE environment_id = ? AND status IN ('uploading', 'ready')`, env).Scan(&n, &total)
 	if err != nil {
@@ -153,7 +147,7 @@ func affected(res sql.Result, err error, what string) (bool, error) {
 const terminalRun = `status IN ('succeeded', 'failed', 'cancelled', 'timed_out')`
 
 // liveRefs counts the runs that refer to file id and have not ended.
-func liveRefs(ctx context.Context, q querier, id string) (int, error) {
+func liveRefs(ctx context.Context, q store.Querier, id string) (int, error) {
 	var n int
 	err := q.QueryRowContext(ctx, `SELECT count(*) FROM platform_file_refs f JOIN platform_runs r ON r.id = f.run_id
 		WHERE f.file_id = ? AND NOT r.`+terminalRun, id).Scan(&n)
@@ -164,7 +158,7 @@ func liveRefs(ctx context.Context, q querier, id string) (int, error) {
 }
 
 // referenced reports whether run refers to file id.
-func referenced(ctx context.Context, q querier, id, run string) (bool, error) {
+func referenced(ctx context.Context, q store.Querier, id, run string) (bool, error) {
 	var n int
 	err := q.QueryRowContext(ctx, `SELECT count(*) FROM platform_file_refs WHERE file_id = ? AND run_id = ?`, id, run).Scan(&n)
 	if err != nil {
@@ -186,7 +180,7 @@ func addRef(ctx context.Context, tx *sql.Tx, id, run string, now time.Time) erro
 // blobInUse reports whether a row still needs the blob of digest: a
 // ready or deleted (kept) file, or an upload declaring it (whose finish a
 // crash may have interrupted after the blob was moved into place).
-func blobInUse(ctx context.Context, q querier, digest string) (bool, error) {
+func blobInUse(ctx context.Context, q store.Querier, digest string) (bool, error) {
 	var n int
 	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM platform_files WHERE sha256 = ?`, digest).Scan(&n); err != nil {
 		return false, fmt.Errorf("file: read blob use: %w", err)
@@ -196,7 +190,7 @@ func blobInUse(ctx context.Context, q querier, digest string) (bool, error) {
 
 // listFiles lists env's visible files (status uploading or ready, or
 // only status) in id order after after.
-func listFiles(ctx context.Context, q querier, env, status, after string, limit int) ([]File, error) {
+func listFiles(ctx context.Context, q store.Querier, env, status, after string, limit int) ([]File, error) {
 	rows, err := q.QueryContext(ctx, `SELECT `+fileCols+` FROM platform_files WHERE environment_id = ? AND id > ?
 		AND status IN ('uploading', 'ready') AND (? = '' OR status = ?) ORDER BY id LIMIT ?`, env, after, status, status, limit)
 	if err != nil {
@@ -234,13 +228,13 @@ func scanIDs(rows *sql.Rows, err error) ([]idDigest, error) {
 }
 
 // expiredUploads lists up to limit uploads whose time ran out.
-func expiredUploads(ctx context.Context, q querier, now time.Time, limit int) ([]idDigest, error) {
+func expiredUploads(ctx context.Context, q store.Querier, now time.Time, limit int) ([]idDigest, error) {
 	return scanIDs(q.QueryContext(ctx, `SELECT id, sha256, status FROM platform_files WHERE status = 'uploading' AND expires_at <= ?
 		ORDER BY expires_at LIMIT ?`, store.Millis(now), limit))
 }
 
 // releasedFiles lists up to limit deleted files that no live run needs.
-func releasedFiles(ctx context.Context, q querier, limit int) ([]idDigest, error) {
+func releasedFiles(ctx context.Context, q store.Querier, limit int) ([]idDigest, error) {
 	return scanIDs(q.QueryContext(ctx, `SELECT f.id, f.sha256, f.status FROM platform_files f WHERE f.status = 'deleted'
 		AND NOT EXISTS (SELECT 1 FROM platform_file_refs x JOIN platform_runs r ON r.id = x.run_id
 			WHERE x.file_id = f.id AND NOT r.`+terminalRun+`) LIMIT ?`, limit))
@@ -248,7 +242,7 @@ func releasedFiles(ctx context.Context, q querier, limit int) ([]idDigest, error
 
 // uploadStatus answers the status of file id in any environment ("" when
 // there is no such file).
-func uploadStatus(ctx context.Context, q querier, id string) (status string, received int64, err error) {
+func uploadStatus(ctx context.Context, q store.Querier, id string) (status string, received int64, err error) {
 	err = q.QueryRowContext(ctx, `SELECT status, received_chunks FROM platform_files WHERE id = ?`, id).Scan(&status, &received)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", 0, nil

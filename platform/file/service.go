@@ -147,7 +147,7 @@ func (s *Service) Create(ctx context.Context, sf surface, req CreateRequest) (Fi
 }
 
 // requireEnvironment answers 404 unless the scope's environment exists.
-func requireEnvironment(ctx context.Context, q querier, sc auth.Scope) error {
+func requireEnvironment(ctx context.Context, q store.Querier, sc auth.Scope) error {
 	var n int
 	err := q.QueryRowContext(ctx, `SELECT count(*) FROM platform_environments WHERE id = ? AND project_id = ? AND tenant_id = ?`,
 		sc.Environment, sc.Project, sc.Tenant).Scan(&n)

@@ -99,7 +99,7 @@ func ReadLocalWorkspace(ctx context.Context, db *sql.DB) (*LocalWorkspace, error
 	return readLocalWorkspace(ctx, db)
 }
 
-func readLocalWorkspace(ctx context.Context, q queryer) (*LocalWorkspace, error) {
+func readLocalWorkspace(ctx context.Context, q store.Querier) (*LocalWorkspace, error) {
 	var raw string
 	err := q.QueryRowContext(ctx, `SELECT value FROM platform_meta WHERE key = ?`, localWorkspaceKey).Scan(&raw)
 	if errors.Is(err, sql.ErrNoRows) {

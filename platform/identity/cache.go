@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/agentbridge/bridge/platform/auth"
+	"github.com/agentbridge/bridge/store"
 )
 
 // accessCache keeps, per linked sign-in, the principal and its current
@@ -74,7 +75,7 @@ func (c *accessCache) lookup(ctx context.Context, k subjectKey, load func(ctx co
 }
 
 // loadEntry reads a sign-in's principal and current grants.
-func loadEntry(ctx context.Context, q queryer, k subjectKey) (*accessEntry, error) {
+func loadEntry(ctx context.Context, q store.Querier, k subjectKey) (*accessEntry, error) {
 	p, err := principalBySubject(ctx, q, k.issuer, k.subject)
 	if errors.Is(err, errNoRow) {
 		return &accessEntry{}, nil

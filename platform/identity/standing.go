@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/agentbridge/bridge/platform/auth"
+	"github.com/agentbridge/bridge/store"
 )
 
 // Standing decides whether a principal currently holds capability c at
@@ -12,7 +13,7 @@ import (
 // work a principal started earlier and that runs later without a request
 // (a schedule's execution principal, see docs/platform-api.md,
 // "Schedules"). An unknown principal holds nothing.
-func Standing(ctx context.Context, q queryer, principal string, c auth.Capability, sc auth.Scope) (auth.Decision, error) {
+func Standing(ctx context.Context, q store.Querier, principal string, c auth.Capability, sc auth.Scope) (auth.Decision, error) {
 	p, err := getPrincipal(ctx, q, principal)
 	if errors.Is(err, errNoRow) {
 		return auth.Decision{Reason: auth.DecisionPrincipalInvalid}, nil

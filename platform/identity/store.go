@@ -6,13 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
-)
 
-// queryer is what both *sql.DB (readers) and *sql.Tx offer.
-type queryer interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
+	"github.com/agentbridge/bridge/store"
+)
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
 
@@ -39,7 +35,7 @@ func insertTenant(ctx context.Context, tx *sql.Tx, t Tenant, by string) error {
 	return nil
 }
 
-func getTenant(ctx context.Context, q queryer, id string) (Tenant, error) {
+func getTenant(ctx context.Context, q store.Querier, id string) (Tenant, error) {
 	var t Tenant
 	var at int64
 	err := q.QueryRowContext(ctx, `SELECT id, name, revision, created_at FROM platform_tenants WHERE id = ?`, id).
@@ -72,11 +68,11 @@ func scanProject(sc interface{ Scan(...any) error }) (Project, error) {
 	return p, nil
 }
 
-func getProject(ctx context.Context, q queryer, tenant, id string) (Project, error) {
+func getProject(ctx context.Context, q store.Querier, tenant, id string) (Project, error) {
 	return scanProject(q.QueryRowContext(ctx, `SELECT `+projectCols+` FROM platform_projects WHERE id = ? AND tenant_id = ?`, id, tenant))
 }
 
-func listProjects(ctx context.Context, q queryer, tenant, after string, limit int) ([]Project, error) {
+func listProjects(ctx context.Context, q store.Querier, tenant, after string, limit int) ([]Project, error) {
 	rows, err := q.QueryContext(ctx, `SELECT `+projectCols+` FROM platform_projects WHERE tenant_id = ? AND id > ? ORDER BY id LIMIT ?`, tenant, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("identity: list projects: %w", err)
@@ -114,12 +110,12 @@ func scanEnvironment(sc interface{ Scan(...any) error }) (Environment, error) {
 	return e, nil
 }
 
-func getEnvironment(ctx context.Context, q queryer, tenant, project, id string) (Environment, error) {
+func getEnvironment(ctx context.Context, q store.Querier, tenant, project, id string) (Environment, error) {
 	return scanEnvironment(q.QueryRowContext(ctx, `SELECT `+environmentCols+` FROM platform_environments
 		WHERE id = ? AND project_id = ? AND tenant_id = ?`, id, project, tenant))
 }
 
-func listEnvironments(ctx context.Context, q queryer, tenant, project, after string, limit int) ([]Environment, error) {
+func listEnvironments(ctx context.Context, q store.Querier, tenant, project, after string, limit int) ([]Environment, error) {
 	rows, err := q.QueryContext(ctx, `SELECT `+environmentCols+` FROM platform_environments
 		WHERE tenant_id = ? AND project_id = ? AND id > ? ORDER BY id LIMIT ?`, tenant, project, after, limit)
 	if err != nil {
@@ -139,7 +135,7 @@ func listEnvironments(ctx context.Context, q queryer, tenant, project, after str
 
 // tenantTree loads a tenant with all its projects and environments (for
 // the identity view's workspaces).
-func tenantTree(ctx context.Context, q queryer, tenant string) (Tenant, []Project, []Environment, error) {
+func tenantTree(ctx context.Context, q store.Querier, tenant string) (Tenant, []Project, []Environment, error) {
 	t, err := getTenant(ctx, q, tenant)
 	if err != nil {
 		return t, nil, nil, err
@@ -187,11 +183,11 @@ func insertPrincipal(ctx context.Context, tx *sql.Tx, p Principal, by string) er
 	return nil
 }
 
-func getPrincipal(ctx context.Context, q queryer, id string) (Principal, error) {
+func getPrincipal(ctx context.Context, q store.Querier, id string) (Principal, error) {
 	return scanPrincipal(q.QueryRowContext(ctx, `SELECT `+principalCols+` FROM platform_principals WHERE id = ?`, id))
 }
 
-func principalBySubject(ctx context.Context, q queryer, issuer, subject string) (Principal, error) {
+func principalBySubject(ctx context.Context, q store.Querier, issuer, subject string) (Principal, error) {
 	return scanPrincipal(q.QueryRowContext(ctx, `SELECT `+principalCols+` FROM platform_principals WHERE issuer = ? AND subject = ?`, issuer, subject))
 }
 
@@ -200,7 +196,7 @@ type principalFilter struct {
 	Kind, Issuer, Subject string
 }
 
-func listPrincipals(ctx context.Context, q queryer, f principalFilter, after string, limit int) ([]Principal, error) {
+func listPrincipals(ctx context.Context, q store.Querier, f principalFilter, after string, limit int) ([]Principal, error) {
 	rows, err := q.QueryContext(ctx, `SELECT `+principalCols+` FROM platform_principals
 		WHERE id > ? AND (? = '' OR kind = ?) AND (? = '' OR issuer = ?) AND (? = '' OR subject = ?)
 		ORDER BY id LIMIT ?`, after, f.Kind, f.Kind, f.Issuer, f.Issuer, f.Subject, f.Subject, limit)
@@ -259,12 +255,12 @@ func insertGrant(ctx context.Context, tx *sql.Tx, g storedGrant) error {
 	return nil
 }
 
-func getGrant(ctx context.Context, q queryer, id string) (storedGrant, error) {
+func getGrant(ctx context.Context, q store.Querier, id string) (storedGrant, error) {
 	return scanGrant(q.QueryRowContext(ctx, `SELECT `+grantCols+` FROM platform_grants WHERE id = ?`, id))
 }
 
 // currentGrants returns the unrevoked grants of a principal in id order.
-func currentGrants(ctx context.Context, q queryer, principal string) ([]storedGrant, error) {
+func currentGrants(ctx context.Context, q store.Querier, principal string) ([]storedGrant, error) {
 	rows, err := q.QueryContext(ctx, `SELECT `+grantCols+` FROM platform_grants WHERE principal_id = ? AND revoked_at IS NULL ORDER BY id`, principal)
 	if err != nil {
 		return nil, fmt.Errorf("identity: read grants: %w", err)
@@ -287,7 +283,7 @@ type grantFilter struct {
 	IncludeRevoked bool
 }
 
-func listTenantGrants(ctx context.Context, q queryer, tenant string, f grantFilter, after string, limit int) ([]storedGrant, error) {
+func listTenantGrants(ctx context.Context, q store.Querier, tenant string, f grantFilter, after string, limit int) ([]storedGrant, error) {
 	rows, err := q.QueryContext(ctx, `SELECT `+grantCols+` FROM platform_grants
 		WHERE tenant_id = ? AND id > ? AND (? = '' OR principal_id = ?) AND (? OR revoked_at IS NULL)
 		ORDER BY id LIMIT ?`, tenant, after, f.Principal, f.Principal, f.IncludeRevoked, limit)

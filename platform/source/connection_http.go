@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentbridge/bridge/platform/api"
 	"github.com/agentbridge/bridge/platform/auth"
+	"github.com/agentbridge/bridge/store"
 )
 
 // tagConnections is the OpenAPI tag of the routes.
@@ -45,7 +46,7 @@ func (s *Service) connectionRoutes() []api.Route {
 }
 
 // requireEnvironment answers 404 unless the path's environment exists.
-func requireEnvironment(c *api.Call, q querier) error {
+func requireEnvironment(c *api.Call, q store.Querier) error {
 	sc := c.PathScope()
 	ok, err := environmentExists(c.Context(), q, sc.Tenant, sc.Project, sc.Environment)
 	if err != nil {

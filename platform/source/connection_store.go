@@ -13,13 +13,8 @@ import (
 // errNotFound: no row with that id.
 var errNotFound = errors.New("source: not found")
 
-type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
 // environmentExists reports whether the environment exists in its project and tenant.
-func environmentExists(ctx context.Context, q querier, tenant, project, env string) (bool, error) {
+func environmentExists(ctx context.Context, q store.Querier, tenant, project, env string) (bool, error) {
 	var n int
 	err := q.QueryRowContext(ctx, `SELECT count(*) FROM platform_environments WHERE id = ? AND project_id = ? AND tenant_id = ?`,
 		env, project, tenant).Scan(&n)
@@ -51,7 +46,7 @@ func scanConnection(sc interface{ Scan(...any) error }) (connectionRow, error) {
 }
 
 // getConnection reads a revision by its id (errNotFound).
-func getConnection(ctx context.Context, q querier, id string) (connectionRow, error) {
+func getConnection(ctx context.Context, q store.Querier, id string) (connectionRow, error) {
 	r, err := scanConnection(q.QueryRowContext(ctx, `SELECT `+connectionCols+` FROM platform_connections WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, errNotFound
@@ -63,7 +58,7 @@ func getConnection(ctx context.Context, q querier, id string) (connectionRow, er
 }
 
 // latestConnection reads the newest revision of a connection (errNotFound).
-func latestConnection(ctx context.Context, q querier, connection string) (connectionRow, error) {
+func latestConnection(ctx context.Context, q store.Querier, connection string) (connectionRow, error) {
 	r, err := scanConnection(q.QueryRowContext(ctx, `SELECT `+connectionCols+` FROM platform_connections WHERE connection_id = ?
 		ORDER BY revision DESC LIMIT 1`, connection))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -95,7 +90,7 @@ func insertConnection(ctx context.Context, tx *sql.Tx, r connectionRow) error {
 
 // listConnections lists the newest revision of each connection of the
 // environment in connection id order after after.
-func listConnections(ctx context.Context, q querier, env, after string, limit int) ([]Connection, error) {
+func listConnections(ctx context.Context, q store.Querier, env, after string, limit int) ([]Connection, error) {
 	rows, err := q.QueryContext(ctx, `SELECT `+connectionCols+` FROM platform_connections c WHERE environment_id = ? AND connection_id > ?
 		AND revision = (SELECT max(revision) FROM platform_connections WHERE connection_id = c.connection_id)
 		ORDER BY connection_id LIMIT ?`, env, after, limit)

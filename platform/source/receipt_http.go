@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentbridge/bridge/platform/api"
 	"github.com/agentbridge/bridge/platform/auth"
+	"github.com/agentbridge/bridge/store"
 )
 
 // tagReceipts is the OpenAPI tag of the routes.
@@ -37,7 +38,7 @@ func (s *Service) receiptRoutes() []api.Route {
 }
 
 // readReceipt loads the receipt named by the path in the path's environment.
-func (s *Service) readReceipt(c *api.Call, q querier) (receiptRow, error) {
+func (s *Service) readReceipt(c *api.Call, q store.Querier) (receiptRow, error) {
 	id, err := c.UUIDParam("identifier", "provider receipt")
 	if err != nil {
 		return receiptRow{}, err

@@ -34,7 +34,7 @@ func scanReceipt(sc interface{ Scan(...any) error }) (receiptRow, error) {
 }
 
 // getReceipt reads a receipt by id (errNotFound).
-func getReceipt(ctx context.Context, q querier, id string) (receiptRow, error) {
+func getReceipt(ctx context.Context, q store.Querier, id string) (receiptRow, error) {
 	r, err := scanReceipt(q.QueryRowContext(ctx, `SELECT `+receiptCols+` FROM platform_provider_receipts WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, errNotFound
@@ -46,7 +46,7 @@ func getReceipt(ctx context.Context, q querier, id string) (receiptRow, error) {
 }
 
 // receiptByIdentity reads the receipt of an event identity (errNotFound).
-func receiptByIdentity(ctx context.Context, q querier, source, kind, event string) (receiptRow, error) {
+func receiptByIdentity(ctx context.Context, q store.Querier, source, kind, event string) (receiptRow, error) {
 	r, err := scanReceipt(q.QueryRowContext(ctx, `SELECT `+receiptCols+` FROM platform_provider_receipts
 		WHERE source_id = ? AND event_kind = ? AND event_id = ?`, source, kind, event))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -107,7 +107,7 @@ func requeue(ctx context.Context, tx *sql.Tx, id string, at time.Time) (bool, er
 
 // listReceipts lists the environment's receipts in id order after after,
 // optionally of one source and in one status.
-func listReceipts(ctx context.Context, q querier, env, source, status, after string, limit int) ([]Receipt, error) {
+func listReceipts(ctx context.Context, q store.Querier, env, source, status, after string, limit int) ([]Receipt, error) {
 	rows, err := q.QueryContext(ctx, `SELECT `+receiptCols+` FROM platform_provider_receipts WHERE environment_id = ? AND id > ?
 		AND (? = '' OR source_id = ?) AND (? = '' OR status = ?) ORDER BY id LIMIT ?`, env, after, source, source, status, status, limit)
 	if err != nil {
@@ -126,7 +126,7 @@ func listReceipts(ctx context.Context, q querier, env, source, status, after str
 }
 
 // dueEnvironments answers up to limit environments with a due pending receipt.
-func dueEnvironments(ctx context.Context, q querier, now time.Time, limit int) ([]string, error) {
+func dueEnvironments(ctx context.Context, q store.Querier, now time.Time, limit int) ([]string, error) {
 	rows, err := q.QueryContext(ctx, `SELECT DISTINCT environment_id FROM platform_provider_receipts
 		WHERE status = 'pending' AND next_attempt_at <= ? LIMIT ?`, store.Millis(now), limit)
 	if err != nil {
@@ -136,7 +136,7 @@ func dueEnvironments(ctx context.Context, q querier, now time.Time, limit int) (
 }
 
 // dueReceipts answers up to limit due pending receipts of env, oldest due first.
-func dueReceipts(ctx context.Context, q querier, env string, now time.Time, limit int) ([]string, error) {
+func dueReceipts(ctx context.Context, q store.Querier, env string, now time.Time, limit int) ([]string, error) {
 	rows, err := q.QueryContext(ctx, `SELECT id FROM platform_provider_receipts
 		WHERE status = 'pending' AND next_attempt_at <= ? AND environment_id = ? ORDER BY next_attempt_at, id LIMIT ?`,
 		store.Millis(now), env, limit)

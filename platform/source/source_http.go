@@ -11,6 +11,7 @@ import (
 	"github.com/agentbridge/bridge/platform/auth"
 	"github.com/agentbridge/bridge/platform/engine"
 	"github.com/agentbridge/bridge/platform/source/provider"
+	"github.com/agentbridge/bridge/store"
 )
 
 // tags of the routes.
@@ -60,7 +61,7 @@ func (s *Service) listPackages(c *api.Call) error {
 }
 
 // readSource loads the source named by the path in the path's environment.
-func (s *Service) readSource(c *api.Call, q querier) (Source, error) {
+func (s *Service) readSource(c *api.Call, q store.Querier) (Source, error) {
 	id, err := c.UUIDParam("identifier", "provider source")
 	if err != nil {
 		return Source{}, err

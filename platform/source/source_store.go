@@ -46,7 +46,7 @@ func optString(s sql.NullString) *string {
 }
 
 // getSource reads a source by id in any environment (errNotFound).
-func getSource(ctx context.Context, q querier, id string) (Source, error) {
+func getSource(ctx context.Context, q store.Querier, id string) (Source, error) {
 	r, err := scanSource(q.QueryRowContext(ctx, `SELECT `+sourceCols+` FROM platform_provider_sources WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, errNotFound
@@ -85,7 +85,7 @@ func disableSource(ctx context.Context, tx *sql.Tx, id, by string, at time.Time)
 }
 
 // listSources lists the environment's sources in id order after after.
-func listSources(ctx context.Context, q querier, env, after string, limit int) ([]Source, error) {
+func listSources(ctx context.Context, q store.Querier, env, after string, limit int) ([]Source, error) {
 	rows, err := q.QueryContext(ctx, `SELECT `+sourceCols+` FROM platform_provider_sources WHERE environment_id = ? AND id > ? ORDER BY id LIMIT ?`,
 		env, after, limit)
 	if err != nil {

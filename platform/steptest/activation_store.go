@@ -52,7 +52,7 @@ func insertTA(ctx context.Context, tx *sql.Tx, r taRow) error {
 
 // getTA reads a test activation of the environment created by principal
 // (errNotFound for anyone else's).
-func getTA(ctx context.Context, q querier, env, id, principal string) (taRow, error) {
+func getTA(ctx context.Context, q store.Querier, env, id, principal string) (taRow, error) {
 	r, err := scanTA(q.QueryRowContext(ctx, `SELECT `+taCols+` FROM platform_test_activations
 		WHERE id = ? AND environment_id = ? AND created_by = ?`, id, env, principal))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -82,7 +82,7 @@ func endTA(ctx context.Context, tx *sql.Tx, id, how string, at time.Time) (bool,
 }
 
 // dueTAs lists up to limit live test activations that have expired.
-func dueTAs(ctx context.Context, q querier, now time.Time, limit int) ([]taRow, error) {
+func dueTAs(ctx context.Context, q store.Querier, now time.Time, limit int) ([]taRow, error) {
 	rows, err := q.QueryContext(ctx, `SELECT `+taCols+` FROM platform_test_activations WHERE ended IS NULL AND expires_at <= ?
 		ORDER BY expires_at, id LIMIT ?`, store.Millis(now), limit)
 	if err != nil {
@@ -119,7 +119,7 @@ func insertListen(ctx context.Context, tx *sql.Tx, l listenRow) error {
 }
 
 // getListen reads a listen route with its test activation.
-func getListen(ctx context.Context, q querier, id string) (listenRow, error) {
+func getListen(ctx context.Context, q store.Querier, id string) (listenRow, error) {
 	var l listenRow
 	var created int64
 	err := q.QueryRowContext(ctx, `SELECT id, test_activation_id, sealed_key, max_body_bytes, tolerance_seconds, created_at
@@ -151,7 +151,7 @@ func insertDelivery(ctx context.Context, tx *sql.Tx, listen, webhook, run string
 }
 
 // deliveryRun answers the run a test delivery started ("" when none).
-func deliveryRun(ctx context.Context, q querier, listen, webhook string) (string, error) {
+func deliveryRun(ctx context.Context, q store.Querier, listen, webhook string) (string, error) {
 	var run string
 	err := q.QueryRowContext(ctx, `SELECT run_id FROM platform_test_deliveries WHERE listen_id = ? AND webhook_id = ?`, listen, webhook).Scan(&run)
 	if errors.Is(err, sql.ErrNoRows) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentbridge/bridge/platform/api"
 	"github.com/agentbridge/bridge/platform/auth"
+	"github.com/agentbridge/bridge/store"
 )
 
 // tagTests is the OpenAPI tag of the routes.
@@ -26,7 +27,7 @@ func (s *Service) policyRoutes() []api.Route {
 }
 
 // requireEnvironment answers 404 unless the path's environment exists.
-func requireEnvironment(c *api.Call, q querier) error {
+func requireEnvironment(c *api.Call, q store.Querier) error {
 	sc := c.PathScope()
 	ok, err := environmentExists(c.Context(), q, sc.Tenant, sc.Project, sc.Environment)
 	if err != nil {

@@ -9,15 +9,9 @@ import (
 	"github.com/agentbridge/bridge/store"
 )
 
-// querier is what reads need: the reader pool or a write transaction.
-type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
 // environmentExists reports whether the environment is in the project and
 // tenant.
-func environmentExists(ctx context.Context, q querier, tenant, project, env string) (bool, error) {
+func environmentExists(ctx context.Context, q store.Querier, tenant, project, env string) (bool, error) {
 	var n int
 	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM platform_environments WHERE id = ? AND project_id = ? AND tenant_id = ?`,
 		env, project, tenant).Scan(&n); err != nil {
@@ -28,7 +22,7 @@ func environmentExists(ctx context.Context, q querier, tenant, project, env stri
 
 // getPolicy reads an environment's policy (disabled at revision 0 when
 // none is stored).
-func getPolicy(ctx context.Context, q querier, env string) (Policy, error) {
+func getPolicy(ctx context.Context, q store.Querier, env string) (Policy, error) {
 	p := Policy{TestCalls: CallsDisabled}
 	var at int64
 	var by string

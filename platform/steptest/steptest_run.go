@@ -10,6 +10,7 @@ import (
 	"github.com/agentbridge/bridge/platform/api"
 	"github.com/agentbridge/bridge/platform/auth"
 	"github.com/agentbridge/bridge/platform/engine"
+	"github.com/agentbridge/bridge/store"
 )
 
 // CreateStep runs one step of a draft revision as a test run in the
@@ -97,7 +98,7 @@ func (s *Service) CreateStep(ctx context.Context, sc auth.Scope, by string, req 
 
 // busy answers 429 PF-STEPTEST-BUSY when the creator or the environment
 // has as many live step tests as allowed.
-func (s *Service) busy(ctx context.Context, q querier, env, by string) error {
+func (s *Service) busy(ctx context.Context, q store.Querier, env, by string) error {
 	mine, all, err := liveSteps(ctx, q, env, by)
 	if err != nil {
 		return err

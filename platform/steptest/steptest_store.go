@@ -63,7 +63,7 @@ func insertStep(ctx context.Context, tx *sql.Tx, r stepRow) error {
 
 // getStep reads a step test of the environment created by principal
 // (errNotFound for anyone else's: step tests belong to their creator).
-func getStep(ctx context.Context, q querier, env, id, principal string) (stepRow, error) {
+func getStep(ctx context.Context, q store.Querier, env, id, principal string) (stepRow, error) {
 	r, err := scanStep(q.QueryRowContext(ctx, `SELECT `+stepCols+` FROM platform_step_tests
 		WHERE id = ? AND environment_id = ? AND created_by = ?`, id, env, principal))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -77,7 +77,7 @@ func getStep(ctx context.Context, q querier, env, id, principal string) (stepRow
 
 // liveSteps counts the step tests of the environment, and those of
 // principal, whose run has not ended.
-func liveSteps(ctx context.Context, q querier, env, principal string) (mine, all int, err error) {
+func liveSteps(ctx context.Context, q store.Querier, env, principal string) (mine, all int, err error) {
 	err = q.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(s.created_by = ?), 0) FROM platform_step_tests s
 		JOIN platform_runs r ON r.id = s.run_id
 		WHERE s.environment_id = ? AND s.ended IS NULL AND r.status IN ('running', 'waiting', 'suspended')`, principal, env).Scan(&all, &mine)
@@ -97,7 +97,7 @@ func setEnded(ctx context.Context, tx *sql.Tx, id, status string, at time.Time) 
 }
 
 // dueSteps lists up to limit live step tests whose time limit has passed.
-func dueSteps(ctx context.Context, q querier, now time.Time, limit int) ([]stepRow, error) {
+func dueSteps(ctx context.Context, q store.Querier, now time.Time, limit int) ([]stepRow, error) {
 	rows, err := q.QueryContext(ctx, `SELECT `+stepCols+` FROM platform_step_tests WHERE ended IS NULL AND expires_at <= ?
 		ORDER BY expires_at, id LIMIT ?`, store.Millis(now), limit)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentbridge/bridge/platform/api"
 	"github.com/agentbridge/bridge/platform/auth"
+	"github.com/agentbridge/bridge/store"
 )
 
 // tagSchedules is the OpenAPI tag of the routes.
@@ -61,7 +62,7 @@ func (s *Service) Register(a *api.API, r *httprouter.Router) {
 }
 
 // requireEnvironment answers 404 unless the path's environment exists.
-func requireEnvironment(c *api.Call, q querier) error {
+func requireEnvironment(c *api.Call, q store.Querier) error {
 	sc := c.PathScope()
 	ok, err := environmentExists(c.Context(), q, sc.Tenant, sc.Project, sc.Environment)
 	if err != nil {
@@ -74,7 +75,7 @@ func requireEnvironment(c *api.Call, q querier) error {
 }
 
 // read loads the schedule named by the path in the path's environment.
-func (s *Service) read(c *api.Call, q querier) (row, error) {
+func (s *Service) read(c *api.Call, q store.Querier) (row, error) {
 	id, err := c.UUIDParam("id", "schedule")
 	if err != nil {
 		return row{}, err

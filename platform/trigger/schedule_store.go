@@ -9,14 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentbridge/bridge/store"
 	"github.com/agentbridge/bridge/store/secretbox"
 )
-
-// querier is what reads need: the reader pool or a write transaction.
-type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
 
 // errNotFound is returned by reads that find no row.
 var errNotFound = errors.New("trigger: not found")
@@ -32,7 +27,7 @@ func msPtr(t *time.Time) any {
 
 // environmentExists reports whether the environment exists in the project
 // and tenant.
-func environmentExists(ctx context.Context, q querier, tenant, project, env string) (bool, error) {
+func environmentExists(ctx context.Context, q store.Querier, tenant, project, env string) (bool, error) {
 	var n int
 	err := q.QueryRowContext(ctx, `SELECT count(*) FROM platform_environments WHERE id = ? AND project_id = ? AND tenant_id = ?`,
 		env, project, tenant).Scan(&n)
@@ -102,7 +97,7 @@ func scanSchedule(sc interface{ Scan(...any) error }, in inputs) (row, error) {
 }
 
 // getSchedule reads a schedule by id in any environment (errNotFound).
-func getSchedule(ctx context.Context, q querier, in inputs, id string) (row, error) {
+func getSchedule(ctx context.Context, q store.Querier, in inputs, id string) (row, error) {
 	r, err := scanSchedule(q.QueryRowContext(ctx, `SELECT `+scheduleCols+` FROM platform_schedules WHERE id = ?`, id), in)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, errNotFound
@@ -153,7 +148,7 @@ func updateSchedule(ctx context.Context, tx *sql.Tx, in inputs, r row, rev int64
 
 // listSchedules lists the environment's schedules (deleted ones too) in id
 // order after after.
-func listSchedules(ctx context.Context, q querier, in inputs, env, after string, limit int) ([]Schedule, error) {
+func listSchedules(ctx context.Context, q store.Querier, in inputs, env, after string, limit int) ([]Schedule, error) {
 	rows, err := q.QueryContext(ctx, `SELECT `+scheduleCols+` FROM platform_schedules WHERE environment_id = ? AND id > ? ORDER BY id LIMIT ?`,
 		env, after, limit)
 	if err != nil {
@@ -173,7 +168,7 @@ func listSchedules(ctx context.Context, q querier, in inputs, env, after string,
 
 // dueSchedules lists up to limit enabled schedules whose cursor is at or
 // before now, the most overdue first.
-func dueSchedules(ctx context.Context, q querier, now time.Time, limit int) ([]string, error) {
+func dueSchedules(ctx context.Context, q store.Querier, now time.Time, limit int) ([]string, error) {
 	rows, err := q.QueryContext(ctx, `SELECT id FROM platform_schedules WHERE status = 'enabled' AND next_due_at <= ?
 		ORDER BY next_due_at, id LIMIT ?`, now.UnixMilli(), limit)
 	if err != nil {
@@ -205,7 +200,7 @@ func insertOccurrence(ctx context.Context, tx *sql.Tx, schedule string, o Occurr
 
 // listOccurrences lists a schedule's occurrences newest first, those
 // before before (ms; 0 for the newest).
-func listOccurrences(ctx context.Context, q querier, schedule string, before int64, limit int) ([]Occurrence, error) {
+func listOccurrences(ctx context.Context, q store.Querier, schedule string, before int64, limit int) ([]Occurrence, error) {
 	if before == 0 {
 		before = 1<<63 - 1
 	}

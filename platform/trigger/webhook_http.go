@@ -17,6 +17,7 @@ import (
 	"github.com/agentbridge/bridge/platform/auth"
 	"github.com/agentbridge/bridge/platform/engine"
 	"github.com/agentbridge/bridge/platform/kernel"
+	"github.com/agentbridge/bridge/store"
 )
 
 // tagTriggers is the OpenAPI tag of the routes.
@@ -65,7 +66,7 @@ func (s *Service) registerTriggers(a *api.API, r *httprouter.Router) {
 
 // readTrigger loads the trigger named by the path in the path's
 // environment.
-func (s *Service) readTrigger(c *api.Call, q querier) (triggerRow, error) {
+func (s *Service) readTrigger(c *api.Call, q store.Querier) (triggerRow, error) {
 	id, err := c.UUIDParam("id", "trigger")
 	if err != nil {
 		return triggerRow{}, err

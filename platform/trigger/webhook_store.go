@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/agentbridge/bridge/store"
 )
 
 const triggerCols = `id, tenant_id, project_id, environment_id, revision, status, name, activation_id, mapping, headers,
@@ -44,7 +46,7 @@ func scanTrigger(sc interface{ Scan(...any) error }) (triggerRow, error) {
 }
 
 // getTrigger reads a trigger by id in any environment (errNotFound).
-func getTrigger(ctx context.Context, q querier, id string) (triggerRow, error) {
+func getTrigger(ctx context.Context, q store.Querier, id string) (triggerRow, error) {
 	r, err := scanTrigger(q.QueryRowContext(ctx, `SELECT `+triggerCols+` FROM platform_triggers WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, errNotFound
@@ -88,7 +90,7 @@ func disableTrigger(ctx context.Context, tx *sql.Tx, id, by, replacedBy string, 
 }
 
 // listTriggers lists the environment's triggers in id order after after.
-func listTriggers(ctx context.Context, q querier, env, after string, limit int) ([]Trigger, error) {
+func listTriggers(ctx context.Context, q store.Querier, env, after string, limit int) ([]Trigger, error) {
 	rows, err := q.QueryContext(ctx, `SELECT `+triggerCols+` FROM platform_triggers WHERE environment_id = ? AND id > ? ORDER BY id LIMIT ?`,
 		env, after, limit)
 	if err != nil {
@@ -107,7 +109,7 @@ func listTriggers(ctx context.Context, q querier, env, after string, limit int) 
 }
 
 // deliveryRun answers the run started for a delivery ("" when none).
-func deliveryRun(ctx context.Context, q querier, trigger, webhookID string) (string, error) {
+func deliveryRun(ctx context.Context, q store.Querier, trigger, webhookID string) (string, error) {
 	var run string
 	err := q.QueryRowContext(ctx, `SELECT run_id FROM platform_trigger_deliveries WHERE trigger_id = ? AND webhook_id = ?`, trigger, webhookID).Scan(&run)
 	if errors.Is(err, sql.ErrNoRows) {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentbridge/bridge/callbacks"
+	"github.com/agentbridge/bridge/client/callbacks"
 	"github.com/agentbridge/bridge/config"
 )
 

@@ -22,6 +22,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/agentbridge/bridge/callbacks"
+	cbclient "github.com/agentbridge/bridge/client/callbacks"
 	"github.com/agentbridge/bridge/config"
 	"github.com/agentbridge/bridge/daemon"
 	"github.com/agentbridge/bridge/httpx"
@@ -286,8 +287,8 @@ func TestExecutionsTableShowsWholeErrors(t *testing.T) {
 	var out bytes.Buffer
 	a := &app{out: &out}
 	msg := "connection to 127.0.0.1:9000 refused: loopback address (allow it with platform.callbacks.ssrf settings)"
-	a.printExecutions(callbacks.PaginationResponse[callbacks.Execution]{Content: []callbacks.Execution{{
+	a.printExecutions(cbclient.PaginationResponse[cbclient.Execution]{Content: []cbclient.Execution{{
 		ID: "e-1", State: "FAILED_PERMANENT", Attempt: 1, MaxAttempts: 3, ConfigurationName: "my receiver", EventType: "push",
-		Error: &callbacks.ExecutionError{Code: "SSRF_BLOCKED", Message: msg}}}})
+		Error: &cbclient.ExecutionError{Code: "SSRF_BLOCKED", Message: msg}}}})
 	is.True(strings.Contains(out.String(), "SSRF_BLOCKED: "+msg))
 }

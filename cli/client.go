@@ -1,22 +1,20 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"path/filepath"
-	"strings"
 	"time"
 
+	"github.com/agentbridge/bridge/client"
 	"github.com/agentbridge/bridge/daemon"
 )
 
-// client talks to the running daemon of a data directory with its owner token.
-type client struct {
+// daemonConn is the running daemon of a data directory: its addresses
+// and the owner token.
+type daemonConn struct {
 	state daemon.State
 	token string
 	http  *http.Client
@@ -24,7 +22,7 @@ type client struct {
 
 // daemonClient finds the running daemon through daemon.json and reads the
 // owner token. It fails with ExitNotRunning when no daemon answers.
-func (a *app) daemonClient(ctx context.Context) (*client, error) {
+func (a *app) daemonClient(ctx context.Context) (*daemonConn, error) {
 	dir, err := a.dir()
 	if err != nil {
 		return nil, err
@@ -43,88 +41,18 @@ func (a *app) daemonClient(ctx context.Context) (*client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &client{state: st, token: tok, http: &http.Client{Timeout: 30 * time.Second}}, nil
+	return &daemonConn{state: st, token: tok, http: &http.Client{Timeout: 30 * time.Second}}, nil
 }
 
 // apiError is an error answer of the daemon, in any of its surfaces' shapes.
-type apiError struct {
-	Status  int
-	Code    string
-	Message string
-}
+type apiError = client.Error
 
-func (e *apiError) Error() string {
-	if e.Code != "" {
-		return fmt.Sprintf("%s (%s, HTTP %d)", e.Message, e.Code, e.Status)
-	}
-	return fmt.Sprintf("%s (HTTP %d)", e.Message, e.Status)
-}
+// api is a client of the listener at base with the owner token.
+func (c *daemonConn) api(base string) *client.Client { return client.New(base, c.token, c.http) }
 
 // do sends a JSON request to base+path and decodes a JSON answer into out.
 // base is the daemon's bridge or services URL.
-func (c *client) do(ctx context.Context, method, base, path string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		data, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(data)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	if resp.StatusCode >= 300 {
-		return decodeAPIError(resp.StatusCode, data)
-	}
-	if out != nil && len(data) > 0 {
-		if err := json.Unmarshal(data, out); err != nil {
-			return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
-		}
-	}
-	return nil
-}
-
-// decodeAPIError reads the bridge's {"error":{...}} or a problem+json body.
-func decodeAPIError(status int, data []byte) error {
-	var shapes struct {
-		Error *struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-		Code    string `json:"code"`
-		Message string `json:"message"`
-		Title   string `json:"title"`
-		Detail  string `json:"detail"`
-	}
-	_ = json.Unmarshal(data, &shapes)
-	e := &apiError{Status: status}
-	switch {
-	case shapes.Error != nil:
-		e.Code, e.Message = shapes.Error.Code, shapes.Error.Message
-	case shapes.Code != "" || shapes.Message != "":
-		e.Code, e.Message = shapes.Code, shapes.Message
-	case shapes.Detail != "" || shapes.Title != "":
-		e.Message = strings.TrimSpace(shapes.Title + ": " + shapes.Detail)
-	default:
-		e.Message = strings.TrimSpace(string(data))
-		if len(e.Message) > 200 {
-			e.Message = e.Message[:200]
-		}
-	}
-	return e
+func (c *daemonConn) do(ctx context.Context, method, base, path string, body, out any) error {
+	_, err := c.api(base).Do(ctx, method, path, nil, body, out)
+	return err
 }

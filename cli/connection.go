@@ -10,9 +10,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/spf13/cobra"
+	"github.com/agentbridge/bridge/client"
 
-	"github.com/agentbridge/bridge/platform/source"
+	"github.com/spf13/cobra"
 )
 
 func (a *app) connectionCmd() *cobra.Command {
@@ -74,7 +74,7 @@ func keyValues(flag string, in []string, m map[string]string, env bool) error {
 }
 
 func (a *app) connectionCreateCmd(t *envTarget) *cobra.Command {
-	var req source.ConnectionRequest
+	var req client.ConnectionRequest
 	var config, secrets, secretEnv []string
 	var revise, key string
 	var asJSON bool
@@ -115,7 +115,7 @@ or --secret k=@file to keep secrets out of the shell history. With
 			if key != "" {
 				hdr["Idempotency-Key"] = key
 			}
-			var c source.Connection
+			var c client.Connection
 			if err := tg.call(ctx, http.MethodPost, path, hdr, req, &c); err != nil {
 				return err
 			}
@@ -139,7 +139,7 @@ or --secret k=@file to keep secrets out of the shell history. With
 }
 
 // printConnection writes a connection revision for people.
-func (a *app) printConnection(c source.Connection) {
+func (a *app) printConnection(c client.Connection) {
 	tw := tabwriter.NewWriter(a.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "Connection %s revision %d\n", c.ConnectionID, c.Revision)
 	fmt.Fprintf(tw, "  revision id\t%s\n", c.ID)
@@ -169,11 +169,11 @@ func (a *app) connectionListCmd(t *envTarget) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			items, err := collectPages[source.Connection](ctx, tg.s, tg.env("/connections?limit=100"), false)
+			items, err := collectPages[client.Connection](ctx, tg.s, tg.env("/connections?limit=100"), false)
 			if err != nil {
 				return err
 			}
-			return printTable(a, items, asJSON, "no connections", "CONNECTION\tREVISION\tREVISION ID\tPROVIDER\tNAME", func(c source.Connection) []string {
+			return printTable(a, items, asJSON, "no connections", "CONNECTION\tREVISION\tREVISION ID\tPROVIDER\tNAME", func(c client.Connection) []string {
 				return []string{c.ConnectionID, fmt.Sprint(c.Revision), c.ID, c.Provider, c.Name}
 			})
 		},
@@ -194,7 +194,7 @@ func (a *app) connectionGetCmd(t *envTarget) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var c source.Connection
+			var c client.Connection
 			if err := tg.call(ctx, http.MethodGet, tg.env("/connections/"+url.PathEscape(args[0])), nil, nil, &c); err != nil {
 				return err
 			}

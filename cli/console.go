@@ -8,9 +8,9 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/spf13/cobra"
+	"github.com/agentbridge/bridge/client"
 
-	"github.com/agentbridge/bridge/bridge/console"
+	"github.com/spf13/cobra"
 )
 
 func (a *app) consoleCmd() *cobra.Command {
@@ -37,14 +37,14 @@ out; so does restarting the daemon.`,
 			if err != nil {
 				return err
 			}
-			var out console.CodeResponse
+			var out client.ConsoleCode
 			if err := c.do(ctx, "POST", c.state.BridgeURL, "/console/api/codes", struct{}{}, &out); err != nil {
 				return err
 			}
 			if asJSON {
 				return a.printJSON(out)
 			}
-			fmt.Fprintf(a.out, "Console: %s\n", c.state.BridgeURL+console.Path)
+			fmt.Fprintf(a.out, "Console: %s\n", c.state.BridgeURL+client.ConsolePath)
 			if !noOpen {
 				if err := openBrowser(out.URL); err == nil {
 					fmt.Fprintf(a.out, "Opened in your browser (the sign-in code is valid once, until %s).\n", out.ExpiresAt.Local().Format(time.TimeOnly))

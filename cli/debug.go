@@ -13,9 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
+	"github.com/agentbridge/bridge/client"
 
-	"github.com/agentbridge/bridge/platform/sim"
+	"github.com/spf13/cobra"
 )
 
 // debugCmd is the terminal debugger: an editor host debug session
@@ -143,11 +143,11 @@ func (a *app) debugSession(ctx context.Context, body map[string]any, in io.Reade
 		}
 		return v, raw, err
 	}
-	s, raw, err := call(http.MethodPost, sim.StudioSession, nil, body)
+	s, raw, err := call(http.MethodPost, client.StudioSessions, nil, body)
 	if err != nil {
 		return err
 	}
-	defer func() { _, _, _ = call(http.MethodDelete, sim.StudioSession+"/"+s.ID, nil, nil) }()
+	defer func() { _, _, _ = call(http.MethodDelete, client.StudioSessions+"/"+s.ID, nil, nil) }()
 	show := func(v debugView, raw json.RawMessage) {
 		if asJSON {
 			fmt.Fprintln(a.out, string(raw))
@@ -211,7 +211,7 @@ func (a *app) debugSession(ctx context.Context, body map[string]any, in io.Reade
 			refused = true
 			continue
 		}
-		next, raw, err := call(http.MethodPost, sim.StudioSession+"/"+s.ID+"/commands",
+		next, raw, err := call(http.MethodPost, client.StudioSessions+"/"+s.ID+"/commands",
 			map[string]string{"If-Match": strconv.FormatInt(s.Revision, 10)}, command)
 		if err != nil {
 			fmt.Fprintln(a.errw, err)

@@ -15,7 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentbridge/bridge/factory"
+	"github.com/agentbridge/bridge/client"
+	"github.com/agentbridge/bridge/client/factory"
 )
 
 // Routes of the factory (docs/factory-api.md).
@@ -108,7 +109,7 @@ succeeded, 1 otherwise. A test run takes no instruction: it only verifies.`,
 
 // followRun prints a run's progress until it ends (unless detach) and
 // returns an error when it did not succeed.
-func (a *app) followRun(ctx context.Context, c *client, run factory.Run, detach, asJSON bool) error {
+func (a *app) followRun(ctx context.Context, c *daemonConn, run factory.Run, detach, asJSON bool) error {
 	if detach {
 		if asJSON {
 			return a.printJSON(run)
@@ -152,7 +153,7 @@ func (a *app) followRun(ctx context.Context, c *client, run factory.Run, detach,
 	return nil
 }
 
-func (a *app) getFactoryRun(ctx context.Context, c *client, id string) (factory.Run, error) {
+func (a *app) getFactoryRun(ctx context.Context, c *daemonConn, id string) (factory.Run, error) {
 	var run factory.Run
 	err := c.do(ctx, http.MethodGet, c.state.ServicesURL, factoryRunsPath+"/"+url.PathEscape(id), nil, &run)
 	return run, err
@@ -241,7 +242,7 @@ func factoryPassFail(ok bool) string {
 }
 
 // factoryIDCmd builds a command taking one run id.
-func (a *app) factoryIDCmd(use, short, long, example string, fn func(cmd *cobra.Command, c *client, id string) error) *cobra.Command {
+func (a *app) factoryIDCmd(use, short, long, example string, fn func(cmd *cobra.Command, c *daemonConn, id string) error) *cobra.Command {
 	return &cobra.Command{
 		Use: use + " <run-id>", Short: short, Long: long, Example: example, Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -325,7 +326,7 @@ func (a *app) factoryShowCmd() *cobra.Command {
 	cmd := a.factoryIDCmd("show", "Show a run: state, source, checkpoint, changed files, verification",
 		"With --json the run is printed as the API returns it, with the agent's events, every check's output and the diff.",
 		"  bridge factory show 0192a0c4-7e1f-7b2d-9c3e-4f5a6b7c8d9e\n  bridge factory show 0192a0c4-7e1f-7b2d-9c3e-4f5a6b7c8d9e --json | jq .turns",
-		func(cmd *cobra.Command, c *client, id string) error {
+		func(cmd *cobra.Command, c *daemonConn, id string) error {
 			run, err := a.getFactoryRun(cmd.Context(), c, id)
 			if err != nil {
 				return err
@@ -340,7 +341,7 @@ func (a *app) factoryPlanCmd() *cobra.Command {
 	var asJSON bool
 	cmd := a.factoryIDCmd("plan", "Show a run's plan: tasks, checks and frozen settings", "",
 		"  bridge factory plan 0192a0c4-7e1f-7b2d-9c3e-4f5a6b7c8d9e",
-		func(cmd *cobra.Command, c *client, id string) error {
+		func(cmd *cobra.Command, c *daemonConn, id string) error {
 			var plan factory.Plan
 			if err := c.do(cmd.Context(), http.MethodGet, c.state.ServicesURL, factoryRunsPath+"/"+url.PathEscape(id)+"/plan", nil, &plan); err != nil {
 				return err
@@ -364,7 +365,7 @@ func (a *app) factoryJournalCmd() *cobra.Command {
 	cmd := a.factoryIDCmd("journal", "Show a run's journal and check its hash chain",
 		"Exits 1 when the chain is not valid.",
 		"  bridge factory journal 0192a0c4-7e1f-7b2d-9c3e-4f5a6b7c8d9e",
-		func(cmd *cobra.Command, c *client, id string) error {
+		func(cmd *cobra.Command, c *daemonConn, id string) error {
 			var j factory.JournalView
 			if err := c.do(cmd.Context(), http.MethodGet, c.state.ServicesURL, factoryRunsPath+"/"+url.PathEscape(id)+"/journal", nil, &j); err != nil {
 				return err
@@ -392,7 +393,7 @@ func (a *app) factoryJournalCmd() *cobra.Command {
 }
 
 // downloadRaw copies a raw answer of the services listener to w.
-func (c *client) downloadRaw(ctx context.Context, path string, w io.Writer) error {
+func (c *daemonConn) downloadRaw(ctx context.Context, path string, w io.Writer) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.state.ServicesURL+path, nil)
 	if err != nil {
 		return err
@@ -405,7 +406,7 @@ func (c *client) downloadRaw(ctx context.Context, path string, w io.Writer) erro
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return decodeAPIError(resp.StatusCode, data)
+		return client.DecodeError(resp.StatusCode, data)
 	}
 	_, err = io.Copy(w, resp.Body)
 	return err
@@ -414,7 +415,7 @@ func (c *client) downloadRaw(ctx context.Context, path string, w io.Writer) erro
 func (a *app) factoryDiffCmd() *cobra.Command {
 	return a.factoryIDCmd("diff", "Print a run's diff (source to checkpoint) as a git patch", "",
 		"  bridge factory diff 0192a0c4-7e1f-7b2d-9c3e-4f5a6b7c8d9e\n  bridge factory diff 0192a0c4-7e1f-7b2d-9c3e-4f5a6b7c8d9e | git apply",
-		func(cmd *cobra.Command, c *client, id string) error {
+		func(cmd *cobra.Command, c *daemonConn, id string) error {
 			return c.downloadRaw(cmd.Context(), factoryRunsPath+"/"+url.PathEscape(id)+"/diff", a.out)
 		})
 }
@@ -423,7 +424,7 @@ func (a *app) factoryExportCmd() *cobra.Command {
 	var out string
 	cmd := a.factoryIDCmd("export", "Save a run's changes.zip (manifest.json and files/<path> as in the checkpoint)", "",
 		"  bridge factory export 0192a0c4-7e1f-7b2d-9c3e-4f5a6b7c8d9e -o changes.zip",
-		func(cmd *cobra.Command, c *client, id string) error {
+		func(cmd *cobra.Command, c *daemonConn, id string) error {
 			if out == "" {
 				out = "changes-" + id + ".zip"
 			}
@@ -451,7 +452,7 @@ func (a *app) factoryVerifyLogCmd() *cobra.Command {
 	cmd := a.factoryIDCmd("verify-log", "Print the output of a run's verification commands",
 		"Prints every command of every attempt (or of --attempt) with its exit code and the end of its output (the whole output is in the run's logs directory).",
 		"  bridge factory verify-log 0192a0c4-7e1f-7b2d-9c3e-4f5a6b7c8d9e --attempt 1",
-		func(cmd *cobra.Command, c *client, id string) error {
+		func(cmd *cobra.Command, c *daemonConn, id string) error {
 			run, err := a.getFactoryRun(cmd.Context(), c, id)
 			if err != nil {
 				return err
@@ -473,7 +474,7 @@ func (a *app) factoryVerifyLogCmd() *cobra.Command {
 func (a *app) factoryCancelCmd() *cobra.Command {
 	return a.factoryIDCmd("cancel", "Cancel a queued or running run (its agent and checks are killed)", "",
 		"  bridge factory cancel 0192a0c4-7e1f-7b2d-9c3e-4f5a6b7c8d9e",
-		func(cmd *cobra.Command, c *client, id string) error {
+		func(cmd *cobra.Command, c *daemonConn, id string) error {
 			var run factory.Run
 			if err := c.do(cmd.Context(), http.MethodPost, c.state.ServicesURL, factoryRunsPath+"/"+url.PathEscape(id)+"/cancel", nil, &run); err != nil {
 				return err
@@ -488,7 +489,7 @@ func (a *app) factoryCancelCmd() *cobra.Command {
 // request body (nil for none).
 func (a *app) factoryFollowCmd(use, short, long, example, action string, body func() (any, error)) *cobra.Command {
 	var detach, asJSON bool
-	cmd := a.factoryIDCmd(use, short, long, example, func(cmd *cobra.Command, c *client, id string) error {
+	cmd := a.factoryIDCmd(use, short, long, example, func(cmd *cobra.Command, c *daemonConn, id string) error {
 		var req any
 		if body != nil {
 			var err error
@@ -560,7 +561,7 @@ func (a *app) factoryReconcileCmd() *cobra.Command {
 	cmd := a.factoryIDCmd("reconcile", "Resolve a run in needs_reconciliation with a note; it ends failed",
 		"Journals a reconciliation entry for each intent left without a receipt, with your note, and ends the run failed; its source is not accepted. Use retry for a fresh run.",
 		`  bridge factory reconcile 0192a0c4-7e1f-7b2d-9c3e-4f5a6b7c8d9e --note "agent killed mid-turn; workspace discarded"`,
-		func(cmd *cobra.Command, c *client, id string) error {
+		func(cmd *cobra.Command, c *daemonConn, id string) error {
 			if strings.TrimSpace(note) == "" {
 				return withCode(ExitUsage, errors.New("--note is required: say what you found and decided"))
 			}

@@ -18,9 +18,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/spf13/cobra"
+	"github.com/agentbridge/bridge/client"
 
-	"github.com/agentbridge/bridge/platform/file"
+	"github.com/spf13/cobra"
 )
 
 func (a *app) fileCmd() *cobra.Command {
@@ -85,25 +85,25 @@ type uploadOptions struct {
 }
 
 // uploadFile sends path through ut and answers the ready file.
-func (a *app) uploadFile(ctx context.Context, tg *target, ut uploadTarget, path string, o uploadOptions) (file.File, error) {
+func (a *app) uploadFile(ctx context.Context, tg *target, ut uploadTarget, path string, o uploadOptions) (client.File, error) {
 	fh, err := os.Open(path)
 	if err != nil {
-		return file.File{}, withCode(ExitUsage, err)
+		return client.File{}, withCode(ExitUsage, err)
 	}
 	defer fh.Close()
 	st, err := fh.Stat()
 	if err != nil || !st.Mode().IsRegular() {
-		return file.File{}, withCode(ExitUsage, fmt.Errorf("%s is not a regular file", path))
+		return client.File{}, withCode(ExitUsage, fmt.Errorf("%s is not a regular file", path))
 	}
 	size := st.Size()
 	bar := a.progress("hashing", size, o.quiet)
 	h := sha256.New()
 	if _, err := io.CopyBuffer(h, io.TeeReader(fh, bar), make([]byte, 1<<20)); err != nil {
-		return file.File{}, err
+		return client.File{}, err
 	}
 	bar.done()
 	sum := hex.EncodeToString(h.Sum(nil))
-	var f file.File
+	var f client.File
 	if o.resume != "" {
 		if err := tg.call(ctx, http.MethodGet, tg.env("/files/"+url.PathEscape(o.resume)), nil, nil, &f); err != nil {
 			return f, err
@@ -116,12 +116,12 @@ func (a *app) uploadFile(ctx context.Context, tg *target, ut uploadTarget, path 
 		if name == "" {
 			name = filepath.Base(path)
 		}
-		req := file.CreateRequest{Name: name, Size: size, SHA256: sum, MediaType: o.mediaType, ChunkSize: o.chunkSize}
+		req := client.FileCreateRequest{Name: name, Size: size, SHA256: sum, MediaType: o.mediaType, ChunkSize: o.chunkSize}
 		if err := tg.call(ctx, http.MethodPost, ut.create, nil, req, &f); err != nil {
 			return f, err
 		}
 	}
-	if f.Status == file.StatusReady {
+	if f.Status == client.FileReady {
 		return f, nil
 	}
 	bar = a.progress("uploading "+f.ID, size, o.quiet)
@@ -196,7 +196,7 @@ func (s *platformSession) postBytes(ctx context.Context, path string, data []byt
 			continue
 		}
 		if resp.StatusCode >= 300 {
-			return resp.StatusCode, problemError(resp.StatusCode, body)
+			return resp.StatusCode, client.DecodeError(resp.StatusCode, body)
 		}
 		return resp.StatusCode, nil
 	}
@@ -258,7 +258,7 @@ func (a *app) fileListCmd(t *envTarget) *cobra.Command {
   bridge file list --status uploading --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if status != "" && status != file.StatusUploading && status != file.StatusReady {
+			if status != "" && status != client.FileUploading && status != client.FileReady {
 				return withCode(ExitUsage, errors.New("--status must be uploading or ready"))
 			}
 			ctx, tg, err := t.openEnv(cmd, a)
@@ -269,13 +269,13 @@ func (a *app) fileListCmd(t *envTarget) *cobra.Command {
 			if status != "" {
 				q.Set("status", status)
 			}
-			files, err := collectPages[file.File](ctx, tg.s, tg.env("/files?"+q.Encode()), false)
+			files, err := collectPages[client.File](ctx, tg.s, tg.env("/files?"+q.Encode()), false)
 			if err != nil {
 				return err
 			}
-			return printTable(a, files, asJSON, "no files", "ID\tNAME\tSIZE\tSTATUS\tORIGIN\tCREATED", func(f file.File) []string {
+			return printTable(a, files, asJSON, "no files", "ID\tNAME\tSIZE\tSTATUS\tORIGIN\tCREATED", func(f client.File) []string {
 				status := f.Status
-				if f.Status == file.StatusUploading {
+				if f.Status == client.FileUploading {
 					status += fmt.Sprintf(" (%d/%d chunks)", f.ReceivedChunks, f.Chunks)
 				}
 				return []string{f.ID, f.Name, byteSize(f.Size), status, f.Origin.Kind, f.CreatedAt.Local().Format(timeLayout)}
@@ -301,7 +301,7 @@ func (a *app) fileGetCmd(t *envTarget) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var f file.File
+			var f client.File
 			if err := tg.call(ctx, http.MethodGet, tg.env("/files/"+url.PathEscape(args[0])), nil, nil, &f); err != nil {
 				return err
 			}
@@ -347,7 +347,7 @@ bound to the file's digest (If-Range).`,
 			if err != nil {
 				return err
 			}
-			var f file.File
+			var f client.File
 			if err := tg.call(ctx, http.MethodGet, tg.env("/files/"+url.PathEscape(args[0])), nil, nil, &f); err != nil {
 				return err
 			}
@@ -373,7 +373,7 @@ bound to the file's digest (If-Range).`,
 }
 
 // download writes f's content to out, resuming from out.part.
-func (a *app) download(ctx context.Context, tg *target, f file.File, out string, quiet bool) error {
+func (a *app) download(ctx context.Context, tg *target, f client.File, out string, quiet bool) error {
 	var w io.Writer = a.out
 	var part *os.File
 	var have int64
@@ -472,7 +472,7 @@ func (s *platformSession) stream(ctx context.Context, path string, hdr map[strin
 		if resp.StatusCode >= 300 {
 			body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 			resp.Body.Close()
-			return nil, problemError(resp.StatusCode, body)
+			return nil, client.DecodeError(resp.StatusCode, body)
 		}
 		return resp, nil
 	}
@@ -492,7 +492,7 @@ disappears at once; its content is removed when no running run refers to it.`,
 			if err != nil {
 				return err
 			}
-			var d file.Deletion
+			var d client.FileDeletion
 			if err := tg.call(ctx, http.MethodDelete, tg.env("/files/"+url.PathEscape(args[0])), nil, nil, &d); err != nil {
 				return err
 			}

@@ -13,13 +13,10 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/agentbridge/bridge/client"
+
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
-
-	"github.com/agentbridge/bridge/platform/api"
-	"github.com/agentbridge/bridge/platform/engine"
-	"github.com/agentbridge/bridge/platform/identity"
-	"github.com/agentbridge/bridge/platform/kernel"
 )
 
 // humanStatuses are the statuses of a human task.
@@ -97,7 +94,7 @@ last held) by you.`,
 			if err != nil {
 				return err
 			}
-			return printTable(a, tasks, asJSON, "no human tasks", "ID\tSTATUS\tRUN\tNODE\tTITLE\tDECISIONS\tDEADLINE", func(h engine.HumanTask) []string {
+			return printTable(a, tasks, asJSON, "no human tasks", "ID\tSTATUS\tRUN\tNODE\tTITLE\tDECISIONS\tDEADLINE", func(h client.HumanTask) []string {
 				deadline := ""
 				if h.Deadline != nil {
 					deadline = h.Deadline.Local().Format(timeLayout)
@@ -116,10 +113,10 @@ last held) by you.`,
 
 // listHumanTasks reads the tasks matching q, oldest first; with mine,
 // those assigned to the caller or claimed by the caller.
-func listHumanTasks(ctx context.Context, tg *target, q url.Values, mine bool) ([]engine.HumanTask, error) {
+func listHumanTasks(ctx context.Context, tg *target, q url.Values, mine bool) ([]client.HumanTask, error) {
 	queries := []url.Values{q}
 	if mine {
-		var id identity.Identity
+		var id client.Identity
 		if err := tg.call(ctx, http.MethodGet, "/api/v1/identity", nil, nil, &id); err != nil {
 			return nil, err
 		}
@@ -128,19 +125,19 @@ func listHumanTasks(ctx context.Context, tg *target, q url.Values, mine bool) ([
 		claimed.Set("claimed_by", id.PrincipalID)
 		queries = []url.Values{assigned, claimed}
 	}
-	var tasks []engine.HumanTask
+	var tasks []client.HumanTask
 	for _, q := range queries {
-		page, err := collectPages[engine.HumanTask](ctx, tg.s, tg.env("/human-tasks?"+q.Encode()), false)
+		page, err := collectPages[client.HumanTask](ctx, tg.s, tg.env("/human-tasks?"+q.Encode()), false)
 		if err != nil {
 			return nil, err
 		}
 		for _, h := range page {
-			if !slices.ContainsFunc(tasks, func(x engine.HumanTask) bool { return x.ID == h.ID }) {
+			if !slices.ContainsFunc(tasks, func(x client.HumanTask) bool { return x.ID == h.ID }) {
 				tasks = append(tasks, h)
 			}
 		}
 	}
-	slices.SortStableFunc(tasks, func(x, y engine.HumanTask) int {
+	slices.SortStableFunc(tasks, func(x, y client.HumanTask) int {
 		return cmp.Or(x.OpenedAt.Compare(y.OpenedAt), strings.Compare(x.ID, y.ID))
 	})
 	return tasks, nil
@@ -148,7 +145,7 @@ func listHumanTasks(ctx context.Context, tg *target, q url.Values, mine bool) ([
 
 // humanStatusText is the status with the decision of a completed task or
 // the reason of a closed one.
-func humanStatusText(h engine.HumanTask) string {
+func humanStatusText(h client.HumanTask) string {
 	switch {
 	case h.Decision != "":
 		return h.Status + " (" + h.Decision + ")"
@@ -192,14 +189,14 @@ completion submits), who holds or completed it, and its revision (for
 }
 
 // getHumanTask reads a human task of the target's environment.
-func getHumanTask(ctx context.Context, tg *target, id string) (engine.HumanTask, error) {
-	var h engine.HumanTask
+func getHumanTask(ctx context.Context, tg *target, id string) (client.HumanTask, error) {
+	var h client.HumanTask
 	err := tg.call(ctx, http.MethodGet, tg.env("/human-tasks/"+url.PathEscape(id)), nil, nil, &h)
 	return h, err
 }
 
 // printHumanTask writes a task for people.
-func (a *app) printHumanTask(h engine.HumanTask) {
+func (a *app) printHumanTask(h client.HumanTask) {
 	tw := tabwriter.NewWriter(a.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "Human task %s %s\n", h.ID, humanStatusText(h))
 	fmt.Fprintf(tw, "  title\t%s\n", h.Title)
@@ -266,12 +263,12 @@ func (f *humanFlags) check() error {
 
 // post sends POST E/human-tasks/{id}/verb with body and answers the task
 // after the change.
-func (f *humanFlags) post(ctx context.Context, tg *target, id, verb string, body any) (engine.HumanTask, error) {
-	hdr := map[string]string{api.HeaderIdempotencyKey: cmp.Or(f.key, uuid.NewString())}
+func (f *humanFlags) post(ctx context.Context, tg *target, id, verb string, body any) (client.HumanTask, error) {
+	hdr := map[string]string{client.HeaderIdempotencyKey: cmp.Or(f.key, uuid.NewString())}
 	if f.revision > 0 {
 		hdr["If-Match"] = strconv.Quote(strconv.FormatInt(f.revision, 10))
 	}
-	var h engine.HumanTask
+	var h client.HumanTask
 	err := tg.call(ctx, http.MethodPost, tg.env("/human-tasks/"+url.PathEscape(id)+"/"+verb), hdr, body, &h)
 	return h, err
 }
@@ -279,7 +276,7 @@ func (f *humanFlags) post(ctx context.Context, tg *target, id, verb string, body
 // humanChangeCmd completes cmd, which carries the help text and takes the
 // task id as its first argument: it POSTs body(args) to
 // E/human-tasks/{id}/verb and prints done(task), or the task as JSON.
-func (a *app) humanChangeCmd(t *envTarget, cmd *cobra.Command, verb string, body func(args []string) any, done func(engine.HumanTask) string) *cobra.Command {
+func (a *app) humanChangeCmd(t *envTarget, cmd *cobra.Command, verb string, body func(args []string) any, done func(client.HumanTask) string) *cobra.Command {
 	var f humanFlags
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if err := f.check(); err != nil {
@@ -304,11 +301,11 @@ func (a *app) humanChangeCmd(t *envTarget, cmd *cobra.Command, verb string, body
 }
 
 // humanLabel names a task in messages.
-func humanLabel(h engine.HumanTask) string {
+func humanLabel(h client.HumanTask) string {
 	return fmt.Sprintf("human task %s (%s)", h.ID, h.Title)
 }
 
-func claimedText(h engine.HumanTask) string {
+func claimedText(h client.HumanTask) string {
 	return fmt.Sprintf("Claimed %s: held by %s (revision %d)", humanLabel(h), h.ClaimedBy, h.Revision)
 }
 
@@ -335,7 +332,7 @@ for anyone to claim. An open task, or one held by someone else, is refused
 (PF-RUNTIME-STATE).`,
 		Example: `  bridge human release <task-id>`,
 		Args:    cobra.ExactArgs(1),
-	}, "release", func([]string) any { return nil }, func(h engine.HumanTask) string {
+	}, "release", func([]string) any { return nil }, func(h client.HumanTask) string {
 		return fmt.Sprintf("Released %s: %s (revision %d)", humanLabel(h), h.Status, h.Revision)
 	})
 }
@@ -350,7 +347,7 @@ enabled and hold human_task.complete in the environment (PF-VALIDATION
 otherwise); see 'bridge platform principal list' and 'bridge platform grant'.`,
 		Example: `  bridge human reassign <task-id> <principal-id>`,
 		Args:    cobra.ExactArgs(2),
-	}, "reassign", func(args []string) any { return engine.HumanReassignRequest{Assignee: args[1]} }, func(h engine.HumanTask) string {
+	}, "reassign", func(args []string) any { return client.HumanReassignRequest{Assignee: args[1]} }, func(h client.HumanTask) string {
 		return fmt.Sprintf("Reassigned %s: held by %s (revision %d)", humanLabel(h), h.ClaimedBy, h.Revision)
 	})
 }
@@ -382,7 +379,7 @@ marks such fields with x-file: true (see docs/workflow-language.md, "Files").`,
   bridge human complete <task-id> approve --attach scan=./signed.pdf --claim`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := engine.HumanCompleteRequest{Decision: args[1]}
+			req := client.HumanCompleteRequest{Decision: args[1]}
 			if data != "" {
 				var err error
 				if req.Data, err = jsonArg("data", data); err != nil {
@@ -450,7 +447,7 @@ func (a *app) claimOpen(ctx context.Context, tg *target, id string, f *humanFlag
 // --claim) how to claim it.
 func claimHint(ctx context.Context, tg *target, id string, claimed bool, err error) error {
 	var ae *apiError
-	if claimed || !errors.As(err, &ae) || ae.Code != kernel.CodeRuntimeState {
+	if claimed || !errors.As(err, &ae) || ae.Code != client.CodeRuntimeState {
 		return err
 	}
 	if h, gerr := getHumanTask(ctx, tg, id); gerr == nil && h.Status == "open" {

@@ -9,10 +9,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentbridge/bridge/client"
+
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
-
-	"github.com/agentbridge/bridge/platform/engine"
 )
 
 // resolutionKinds are the decisions an operator can take on an incident.
@@ -70,7 +70,7 @@ one run (--run: GET E/runs/{run}/incidents) in the order they opened.`,
 			if err != nil {
 				return err
 			}
-			return printTable(a, incs, asJSON, "no incidents", "INCIDENT\tRUN\tSTEP\tCODE\tSTATUS\tRETRY SAFE\tOPENED\tERROR", func(i engine.Incident) []string {
+			return printTable(a, incs, asJSON, "no incidents", "INCIDENT\tRUN\tSTEP\tCODE\tSTATUS\tRETRY SAFE\tOPENED\tERROR", func(i client.Incident) []string {
 				st := i.Status
 				if i.Resolution != nil {
 					st += " (" + string(i.Resolution.Kind) + ")"
@@ -94,27 +94,27 @@ func yesNo(b bool) string {
 
 // listIncidents reads the incidents of the environment, or of run, with
 // status ("" for both).
-func listIncidents(ctx context.Context, tg *target, status, run string) ([]engine.Incident, error) {
+func listIncidents(ctx context.Context, tg *target, status, run string) ([]client.Incident, error) {
 	if run == "" {
 		q := url.Values{"limit": {"100"}}
 		if status != "" {
 			q.Set("status", status)
 		}
-		return collectPages[engine.Incident](ctx, tg.s, tg.env("/incidents?"+q.Encode()), false)
+		return collectPages[client.Incident](ctx, tg.s, tg.env("/incidents?"+q.Encode()), false)
 	}
-	var incs []engine.Incident
+	var incs []client.Incident
 	if err := tg.call(ctx, http.MethodGet, tg.env("/runs/"+url.PathEscape(run)+"/incidents"), nil, nil, &incs); err != nil {
 		return nil, err
 	}
-	return slices.DeleteFunc(incs, func(i engine.Incident) bool { return status != "" && i.Status != status }), nil
+	return slices.DeleteFunc(incs, func(i client.Incident) bool { return status != "" && i.Status != status }), nil
 }
 
 // findIncident reads an incident of the environment.
-func findIncident(ctx context.Context, tg *target, id string) (engine.Incident, error) {
+func findIncident(ctx context.Context, tg *target, id string) (client.Incident, error) {
 	for _, status := range []string{"active", "resolved"} {
 		incs, err := listIncidents(ctx, tg, status, "")
 		if err != nil {
-			return engine.Incident{}, err
+			return client.Incident{}, err
 		}
 		for _, i := range incs {
 			if i.ID == id {
@@ -122,11 +122,11 @@ func findIncident(ctx context.Context, tg *target, id string) (engine.Incident, 
 			}
 		}
 	}
-	return engine.Incident{}, fmt.Errorf("environment %s has no incident %s (see 'bridge incident list')", tg.ids.environment, id)
+	return client.Incident{}, fmt.Errorf("environment %s has no incident %s (see 'bridge incident list')", tg.ids.environment, id)
 }
 
 func (a *app) incidentResolveCmd(t *envTarget) *cobra.Command {
-	var req engine.ResolveRequest
+	var req client.ResolveRequest
 	var output string
 	var revision int
 	var asJSON bool
@@ -176,7 +176,7 @@ terminate cancels the run.`,
 				revision = inc.Revision
 			}
 			hdr := map[string]string{"If-Match": strconv.Quote(strconv.Itoa(revision))}
-			var res engine.Resolved
+			var res client.Resolved
 			if err := tg.call(ctx, http.MethodPost, tg.env("/incidents/"+url.PathEscape(id)+"/resolve"), hdr, req, &res); err != nil {
 				return err
 			}

@@ -2,9 +2,10 @@ package cli
 
 import (
 	"encoding/json"
-	"github.com/agentbridge/bridge/platform/platformtest"
 	"strings"
 	"testing"
+
+	"github.com/agentbridge/bridge/platform/platformtest"
 
 	"github.com/matryer/is"
 

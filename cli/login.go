@@ -10,10 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
+	"github.com/agentbridge/bridge/client"
 
-	"github.com/agentbridge/bridge/platform"
-	"github.com/agentbridge/bridge/platform/identity"
+	"github.com/spf13/cobra"
 )
 
 // loginCmd is `bridge login --provider <id>`: sign in with a configured
@@ -50,7 +49,7 @@ grant').`,
 			if err != nil {
 				return err
 			}
-			if provider == platform.LocalProviderID {
+			if provider == client.LocalProviderID {
 				if _, err := s.loginLocal(ctx); err != nil {
 					return err
 				}
@@ -79,8 +78,8 @@ func (a *app) loginExternal(ctx context.Context, s *platformSession) error {
 	}
 	hc := &http.Client{Timeout: 30 * time.Second}
 	ep := oauthEndpoints{DeviceAuthorization: e.DeviceAuthorizationEndpoint, Authorization: e.AuthorizationEndpoint, Token: e.TokenEndpoint}
-	needs := ep.Token == "" || (e.Flow == identity.FlowAuthorizationCode && ep.Authorization == "") ||
-		(e.Flow != identity.FlowAuthorizationCode && ep.DeviceAuthorization == "")
+	needs := ep.Token == "" || (e.Flow == client.FlowAuthorizationCode && ep.Authorization == "") ||
+		(e.Flow != client.FlowAuthorizationCode && ep.DeviceAuthorization == "")
 	if needs {
 		d, err := discover(ctx, hc, e.Issuer)
 		if err != nil {
@@ -91,7 +90,7 @@ func (a *app) loginExternal(ctx context.Context, s *platformSession) error {
 		ep.Token = or(ep.Token, d.Token)
 	}
 	var tr tokenResponse
-	if e.Flow == identity.FlowAuthorizationCode {
+	if e.Flow == client.FlowAuthorizationCode {
 		tr, err = authCodeFlow(ctx, hc, ep, e.ClientID, e.Scopes, func(u string) {
 			fmt.Fprintf(a.errw, "Open this address in a browser to sign in with %s:\n\n  %s\n\nWaiting for the sign-in to complete...\n", e.DisplayName, u)
 		})
@@ -132,7 +131,7 @@ func or(a, b string) string {
 // reportSignIn shows who the new token signs in as; an unlinked sign-in is
 // reported with what an administrator needs to link it.
 func (a *app) reportSignIn(ctx context.Context, s *platformSession, asJSON bool) error {
-	var id identity.Identity
+	var id client.Identity
 	_, err := platformDo(ctx, s.c.http, s.c.state.ServicesURL, http.MethodGet, "/api/v1/identity", s.token, nil, nil, &id)
 	var ae *apiError
 	if errors.As(err, &ae) && ae.Status == http.StatusUnauthorized {
@@ -190,7 +189,7 @@ when no valid token is cached.`,
   curl -H "Authorization: Bearer $(bridge platform token)" "$(bridge status --json | jq -r .services_url)/api/v1/identity"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := a.platformSession(cmd.Context(), platform.LocalProviderID)
+			s, err := a.platformSession(cmd.Context(), client.LocalProviderID)
 			if err != nil {
 				return err
 			}
@@ -219,7 +218,7 @@ to cut access at once, disable the principal or revoke its grants.`,
 			if err != nil {
 				return err
 			}
-			p := or(*provider, platform.LocalProviderID)
+			p := or(*provider, client.LocalProviderID)
 			found, err := newTokenCache(dir).Delete(p)
 			if err != nil {
 				return err

@@ -8,10 +8,9 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/spf13/cobra"
+	"github.com/agentbridge/bridge/client"
 
-	"github.com/agentbridge/bridge/platform/api"
-	"github.com/agentbridge/bridge/platform/identity"
+	"github.com/spf13/cobra"
 )
 
 // platformCmd is `bridge platform`: identity, provisioning and access
@@ -61,7 +60,7 @@ current grants, and the tenants, projects and environments you can use.`,
 			if err != nil {
 				return err
 			}
-			var id identity.Identity
+			var id client.Identity
 			if _, err := s.call(cmd.Context(), http.MethodGet, "/api/v1/identity", nil, nil, &id); err != nil {
 				return err
 			}
@@ -77,7 +76,7 @@ current grants, and the tenants, projects and environments you can use.`,
 }
 
 // printIdentity writes an identity for people.
-func printIdentity(a *app, id identity.Identity) {
+func printIdentity(a *app, id client.Identity) {
 	name := ""
 	if id.Name != "" {
 		name = ", " + id.Name
@@ -105,7 +104,7 @@ func printIdentity(a *app, id identity.Identity) {
 	}
 }
 
-func grantWhat(g identity.Grant) string {
+func grantWhat(g client.Grant) string {
 	parts := []string{}
 	if g.Role != "" {
 		parts = append(parts, g.Role)
@@ -114,7 +113,7 @@ func grantWhat(g identity.Grant) string {
 	return strings.Join(parts, "+")
 }
 
-func scopeText(s identity.Scope) string {
+func scopeText(s client.Scope) string {
 	var parts []string
 	for _, f := range []struct{ n, v string }{{"tenant", s.Tenant}, {"project", s.Project}, {"environment", s.Environment}, {"resource", s.Resource}} {
 		if f.v != "" {
@@ -142,7 +141,7 @@ func (f *changeFlags) headers() map[string]string {
 	if f.key == "" {
 		return nil
 	}
-	return map[string]string{api.HeaderIdempotencyKey: f.key}
+	return map[string]string{client.HeaderIdempotencyKey: f.key}
 }
 
 func requireFlags(cmd *cobra.Command, names ...string) {
@@ -273,7 +272,7 @@ tenant's business.`,
 			if err != nil {
 				return err
 			}
-			req := identity.CreateTenantRequest{Name: name, AdminPrincipalID: admin}
+			req := client.CreateTenantRequest{Name: name, AdminPrincipalID: admin}
 			if noAdmin {
 				if admin != "" {
 					return withCode(ExitUsage, errors.New("--admin and --no-admin exclude each other"))
@@ -283,7 +282,7 @@ tenant's business.`,
 					return err
 				}
 			}
-			var t identity.Tenant
+			var t client.Tenant
 			if _, err := s.callOwner(ctx, http.MethodPost, "/admin/tenants", f.headers(), req, &t); err != nil {
 				return err
 			}
@@ -310,7 +309,7 @@ tenant's business.`,
 		Long:    "Shows a tenant (GET /api/v1/tenants/{tenant}); needs status.read on it.",
 		Example: "  bridge platform tenant show --tenant <tenant-id>",
 		Args:    cobra.NoArgs,
-	}, "print the tenant as JSON", func([]string) string { return showIDs.tenantPath() }, func(t identity.Tenant) {
+	}, "print the tenant as JSON", func([]string) string { return showIDs.tenantPath() }, func(t client.Tenant) {
 		fmt.Fprintf(a.out, "Tenant %s (%s), revision %d, created %s\n", t.ID, t.Name, t.Revision, t.CreatedAt.Format("2006-01-02 15:04:05Z07:00"))
 	})
 	showIDs.add(show, "tenant")
@@ -320,9 +319,9 @@ tenant's business.`,
 
 // localOperatorID finds the local operator's principal with the owner token.
 func localOperatorID(ctx context.Context, s *platformSession) (string, error) {
-	var ps []identity.Principal
-	q := "/admin/principals?issuer=" + url.QueryEscape(identity.LocalIssuer) + "&subject=" + url.QueryEscape(identity.LocalOperatorSubject)
-	ps, err := collectPages[identity.Principal](ctx, s, q, true)
+	var ps []client.Principal
+	q := "/admin/principals?issuer=" + url.QueryEscape(client.LocalIssuer) + "&subject=" + url.QueryEscape(client.LocalOperatorSubject)
+	ps, err := collectPages[client.Principal](ctx, s, q, true)
 	if err != nil {
 		return "", err
 	}
@@ -357,8 +356,8 @@ func (a *app) platformProjectCmd(provider *string) *cobra.Command {
 		Example: "  bridge platform project create --tenant <tenant-id> --name payments\n  bridge platform project create --tenant <tenant-id> --name payments --json | jq -r .id",
 		Args:    cobra.NoArgs,
 	}, func() string { return createIDs.tenantPath() + "/projects" },
-		func() any { return identity.CreateProjectRequest{Name: name} },
-		func(p identity.Project) {
+		func() any { return client.CreateProjectRequest{Name: name} },
+		func(p client.Project) {
 			fmt.Fprintf(a.out, "Created project %s (%s) in tenant %s\n", p.ID, p.Name, p.TenantID)
 		})
 	createIDs.add(create, "tenant")
@@ -372,7 +371,7 @@ func (a *app) platformProjectCmd(provider *string) *cobra.Command {
 		Long:    "Lists every project of a tenant, in id order; needs status.read on the tenant.",
 		Example: "  bridge platform project list --tenant <tenant-id>",
 		Args:    cobra.NoArgs,
-	}, "print the projects as a JSON array", func() string { return listIDs.tenantPath() + "/projects?limit=100" }, func(p identity.Project) {
+	}, "print the projects as a JSON array", func() string { return listIDs.tenantPath() + "/projects?limit=100" }, func(p client.Project) {
 		fmt.Fprintf(a.out, "%s  %s\n", p.ID, p.Name)
 	})
 	listIDs.add(list, "tenant")
@@ -384,7 +383,7 @@ func (a *app) platformProjectCmd(provider *string) *cobra.Command {
 		Long:    "Shows a project (GET /api/v1/tenants/{tenant}/projects/{project}); needs status.read on it.",
 		Example: "  bridge platform project show --tenant <tenant-id> --project <project-id>",
 		Args:    cobra.NoArgs,
-	}, "print the project as JSON", func([]string) string { return showIDs.projectPath() }, func(p identity.Project) {
+	}, "print the project as JSON", func([]string) string { return showIDs.projectPath() }, func(p client.Project) {
 		fmt.Fprintf(a.out, "Project %s (%s) in tenant %s, revision %d\n", p.ID, p.Name, p.TenantID, p.Revision)
 	})
 	showIDs.add(show, "tenant", "project")
@@ -416,8 +415,8 @@ func (a *app) platformEnvironmentCmd(provider *string) *cobra.Command {
 		Example: "  bridge platform environment create --tenant <tenant-id> --project <project-id> --name production",
 		Args:    cobra.NoArgs,
 	}, func() string { return createIDs.projectPath() + "/environments" },
-		func() any { return identity.CreateEnvironmentRequest{Name: name} },
-		func(e identity.Environment) {
+		func() any { return client.CreateEnvironmentRequest{Name: name} },
+		func(e client.Environment) {
 			fmt.Fprintf(a.out, "Created environment %s (%s) in project %s\n", e.ID, e.Name, e.ProjectID)
 		})
 	createIDs.add(create, "tenant", "project")
@@ -431,7 +430,7 @@ func (a *app) platformEnvironmentCmd(provider *string) *cobra.Command {
 		Long:    "Lists every environment of a project, in id order; needs status.read on the project.",
 		Example: "  bridge platform environment list --tenant <tenant-id> --project <project-id>",
 		Args:    cobra.NoArgs,
-	}, "print the environments as a JSON array", func() string { return listIDs.projectPath() + "/environments?limit=100" }, func(e identity.Environment) {
+	}, "print the environments as a JSON array", func() string { return listIDs.projectPath() + "/environments?limit=100" }, func(e client.Environment) {
 		fmt.Fprintf(a.out, "%s  %s\n", e.ID, e.Name)
 	})
 	listIDs.add(list, "tenant", "project")
@@ -443,7 +442,7 @@ func (a *app) platformEnvironmentCmd(provider *string) *cobra.Command {
 		Long:    "Shows an environment (GET .../projects/{project}/environments/{environment}); needs status.read on it.",
 		Example: "  bridge platform environment show --tenant <tenant-id> --project <project-id> --environment <environment-id>",
 		Args:    cobra.NoArgs,
-	}, "print the environment as JSON", func([]string) string { return showIDs.environmentPath() }, func(e identity.Environment) {
+	}, "print the environment as JSON", func([]string) string { return showIDs.environmentPath() }, func(e client.Environment) {
 		fmt.Fprintf(a.out, "Environment %s (%s) in project %s of tenant %s, revision %d\n", e.ID, e.Name, e.ProjectID, e.TenantID, e.Revision)
 	})
 	showIDs.add(show, "tenant", "project", "environment")
@@ -452,7 +451,7 @@ func (a *app) platformEnvironmentCmd(provider *string) *cobra.Command {
 }
 
 func (a *app) platformGrantCmd(provider *string) *cobra.Command {
-	var req identity.GrantRequest
+	var req client.GrantRequest
 	var caps string
 	var f changeFlags
 	cmd := &cobra.Command{
@@ -485,7 +484,7 @@ Subcommands list and revoke grants.`,
 				return a.printJSON(map[string]string{"id": id})
 			}
 			fmt.Fprintf(a.out, "Granted %s at %s to principal %s (grant %s)\n",
-				grantWhat(identity.Grant{Role: req.Role, Capabilities: req.Capabilities}), scopeText(req.Scope), req.PrincipalID, id)
+				grantWhat(client.Grant{Role: req.Role, Capabilities: req.Capabilities}), scopeText(req.Scope), req.PrincipalID, id)
 			return nil
 		},
 	}
@@ -517,7 +516,7 @@ Subcommands list and revoke grants.`,
 			q.Set("include_revoked", "true")
 		}
 		return listIDs.tenantPath() + "/grants?" + q.Encode()
-	}, func(g identity.Grant) {
+	}, func(g client.Grant) {
 		state := ""
 		if g.Revoked {
 			state = "  (revoked)"
@@ -540,7 +539,7 @@ Subcommands list and revoke grants.`,
 			if err != nil {
 				return err
 			}
-			var g identity.Grant
+			var g client.Grant
 			if _, err := s.call(cmd.Context(), http.MethodDelete, "/admin/grants/"+url.PathEscape(args[0]), nil, nil, &g); err != nil {
 				return err
 			}
@@ -565,7 +564,7 @@ the issuer and subject of its tokens. A sign-in without a principal is refused
 (401); a principal without grants may do nothing (403).`,
 		Example: "  bridge platform principal create --kind human --issuer https://sso.example.com/realms/acme --subject 5f1c...\n  bridge platform principal disable <principal-id>",
 	}
-	var req identity.CreatePrincipalRequest
+	var req client.CreatePrincipalRequest
 	create := createCmd(a, provider, &cobra.Command{
 		Use:     "create",
 		Short:   "Link a sign-in to a new principal",
@@ -574,7 +573,7 @@ the issuer and subject of its tokens. A sign-in without a principal is refused
 		Args:    cobra.NoArgs,
 	}, func() string { return "/admin/principals" },
 		func() any { return req },
-		func(p identity.Principal) {
+		func(p client.Principal) {
 			fmt.Fprintf(a.out, "Created principal %s (%s, %s at %s)\n", p.ID, p.Kind, p.Subject, p.Issuer)
 		})
 	create.Flags().StringVar(&req.Kind, "kind", "human", "human, application or worker")
@@ -598,7 +597,7 @@ the issuer and subject of its tokens. A sign-in without a principal is refused
 			}
 		}
 		return "/admin/principals?" + q.Encode()
-	}, func(p identity.Principal) {
+	}, func(p client.Principal) {
 		state := ""
 		if p.Disabled {
 			state = "  (disabled)"
@@ -615,7 +614,7 @@ the issuer and subject of its tokens. A sign-in without a principal is refused
 		Long:    "Shows a principal (GET /admin/principals/{principal}): yourself, or anyone with grant.admin or grant.manage.",
 		Example: "  bridge platform principal show <principal-id>",
 		Args:    cobra.ExactArgs(1),
-	}, "print the principal as JSON", func(args []string) string { return "/admin/principals/" + url.PathEscape(args[0]) }, func(p identity.Principal) {
+	}, "print the principal as JSON", func(args []string) string { return "/admin/principals/" + url.PathEscape(args[0]) }, func(p client.Principal) {
 		state := "enabled"
 		if p.Disabled {
 			state = "disabled"
@@ -650,7 +649,7 @@ applies on the principal's next request, whatever its token's expiry. With
 			if revision != "" {
 				hdr = map[string]string{"If-Match": `"` + revision + `"`}
 			}
-			var p identity.Principal
+			var p client.Principal
 			if _, err := s.call(cmd.Context(), http.MethodPost, "/admin/principals/"+url.PathEscape(args[0])+"/"+verb, hdr, nil, &p); err != nil {
 				return err
 			}

@@ -1,20 +1,15 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/agentbridge/bridge/platform"
-	"github.com/agentbridge/bridge/platform/identity"
+	"github.com/agentbridge/bridge/client"
 )
 
 // platformSession talks to the platform API of the running daemon with a
@@ -22,7 +17,7 @@ import (
 // needed (the local operator's is renewed automatically through the
 // built-in provider, approved with the owner token).
 type platformSession struct {
-	c        *client
+	c        *daemonConn
 	cache    *tokenCache
 	provider string
 	token    string
@@ -40,7 +35,7 @@ func (a *app) platformSession(ctx context.Context, provider string) (*platformSe
 		return nil, err
 	}
 	if provider == "" {
-		provider = platform.LocalProviderID
+		provider = client.LocalProviderID
 	}
 	return &platformSession{c: c, cache: newTokenCache(dir), provider: provider,
 		announce: func(s string) { fmt.Fprintln(a.errw, s) }}, nil
@@ -58,7 +53,7 @@ func (s *platformSession) ensureToken(ctx context.Context) (string, error) {
 	now := time.Now()
 	switch {
 	case t.usable(now):
-	case s.provider == platform.LocalProviderID:
+	case s.provider == client.LocalProviderID:
 		if t, err = s.loginLocal(ctx); err != nil {
 			return "", err
 		}
@@ -92,13 +87,13 @@ func expiry(now time.Time, seconds int64) time.Time {
 }
 
 // clientConfiguration reads the public sign-in settings.
-func (s *platformSession) clientConfiguration(ctx context.Context) (identity.ClientConfiguration, error) {
-	var cc identity.ClientConfiguration
+func (s *platformSession) clientConfiguration(ctx context.Context) (client.ClientConfiguration, error) {
+	var cc client.ClientConfiguration
 	_, err := platformDo(ctx, s.c.http, s.c.state.ServicesURL, http.MethodGet, "/api/v1/client-configuration", "", nil, nil, &cc)
 	return cc, err
 }
 
-func findSignIn(cc identity.ClientConfiguration, provider string) (identity.SignInEntry, error) {
+func findSignIn(cc client.ClientConfiguration, provider string) (client.SignInEntry, error) {
 	var ids []string
 	for _, e := range cc.SignIn {
 		if e.ProviderID == provider {
@@ -106,10 +101,10 @@ func findSignIn(cc identity.ClientConfiguration, provider string) (identity.Sign
 		}
 		ids = append(ids, e.ProviderID)
 	}
-	if provider == platform.LocalProviderID {
-		return identity.SignInEntry{}, errors.New("the built-in identity provider is disabled (platform.identity.embedded.enabled)")
+	if provider == client.LocalProviderID {
+		return client.SignInEntry{}, errors.New("the built-in identity provider is disabled (platform.identity.embedded.enabled)")
 	}
-	return identity.SignInEntry{}, fmt.Errorf("no sign-in entry for provider %q (configured: %s)", provider, strings.Join(ids, ", "))
+	return client.SignInEntry{}, fmt.Errorf("no sign-in entry for provider %q (configured: %s)", provider, strings.Join(ids, ", "))
 }
 
 // loginLocal signs the local operator in with the device flow of the
@@ -120,7 +115,7 @@ func (s *platformSession) loginLocal(ctx context.Context) (*cachedToken, error) 
 	if err != nil {
 		return nil, err
 	}
-	e, err := findSignIn(cc, platform.LocalProviderID)
+	e, err := findSignIn(cc, client.LocalProviderID)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +131,7 @@ func (s *platformSession) loginLocal(ctx context.Context) (*cachedToken, error) 
 	if err != nil {
 		return nil, err
 	}
-	t := &cachedToken{Provider: platform.LocalProviderID, Issuer: e.Issuer, ClientID: e.ClientID, AccessToken: tr.AccessToken,
+	t := &cachedToken{Provider: client.LocalProviderID, Issuer: e.Issuer, ClientID: e.ClientID, AccessToken: tr.AccessToken,
 		ExpiresAt: expiry(time.Now(), tr.ExpiresIn)}
 	if err := s.cache.Put(t); err != nil {
 		return nil, err
@@ -155,7 +150,7 @@ func (s *platformSession) call(ctx context.Context, method, path string, hdr map
 	}
 	h, err := platformDo(ctx, s.c.http, s.c.state.ServicesURL, method, path, tok, hdr, body, out)
 	var ae *apiError
-	if errors.As(err, &ae) && ae.Status == http.StatusUnauthorized && s.provider == platform.LocalProviderID {
+	if errors.As(err, &ae) && ae.Status == http.StatusUnauthorized && s.provider == client.LocalProviderID {
 		if _, err := s.loginLocal(ctx); err != nil {
 			return nil, err
 		}
@@ -170,137 +165,10 @@ func (s *platformSession) callOwner(ctx context.Context, method, path string, hd
 	return platformDo(ctx, s.c.http, s.c.state.ServicesURL, method, path, s.c.token, hdr, body, out)
 }
 
-// Client retry rule (docs/platform-api.md, "Generic rules"): a request the platform did
-// not admit (429 PF-OPERATION-CAPACITY or PF-REQUEST-CAPACITY, 503
-// PF-COMPATIBILITY) is sent again with the exact same body and headers
-// (so the same Idempotency-Key) after its Retry-After, at most
-// maxAttempts times in all; a wait longer than maxRetryWait is not
-// waited for (the error says when to try again).
-const (
-	maxAttempts  = 4
-	maxRetryWait = time.Minute
-)
-
-// retryable reports whether a refusal may be retried by the rule.
-func retryable(status int, code string) bool {
-	switch status {
-	case http.StatusTooManyRequests:
-		return code == "PF-OPERATION-CAPACITY" || code == "PF-REQUEST-CAPACITY"
-	case http.StatusServiceUnavailable:
-		return code == "PF-COMPATIBILITY"
-	}
-	return false
-}
-
-// retryAfter reads a Retry-After header: whole seconds or an HTTP date
-// (1 second when absent or unreadable).
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
-		return time.Duration(n) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0)
-	}
-	return time.Second
-}
-
-// platformDo sends one request, retried by the client retry rule; answers
-// >= 300 become *apiError with the problem's code and diagnostics.
+// platformDo sends one request to base with bearer, retried by the
+// client retry rule (client.Client.Do); answers >= 300 are *apiError.
 func platformDo(ctx context.Context, hc *http.Client, base, method, path, bearer string, hdr map[string]string, body, out any) (http.Header, error) {
-	var data []byte
-	if body != nil {
-		var err error
-		if data, err = json.Marshal(body); err != nil {
-			return nil, err
-		}
-	}
-	for attempt := 1; ; attempt++ {
-		h, err := platformOnce(ctx, hc, base, method, path, bearer, hdr, data, body != nil, out)
-		var ae *apiError
-		if attempt == maxAttempts || !errors.As(err, &ae) || !retryable(ae.Status, ae.Code) {
-			return h, err
-		}
-		wait := retryAfter(h, time.Now())
-		if wait > maxRetryWait {
-			return h, fmt.Errorf("%w (not retried: the platform asks to wait %s)", err, wait)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return h, err
-		case <-t.C:
-		}
-	}
-}
-
-// platformOnce sends one attempt of a request whose body is data.
-func platformOnce(ctx context.Context, hc *http.Client, base, method, path, bearer string, hdr map[string]string, data []byte, hasBody bool, out any) (http.Header, error) {
-	var rd io.Reader
-	if hasBody {
-		rd = bytes.NewReader(data)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
-	if err != nil {
-		return nil, err
-	}
-	if bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+bearer)
-	}
-	if hasBody {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	if resp.StatusCode >= 300 {
-		return resp.Header, problemError(resp.StatusCode, raw)
-	}
-	if out != nil && len(raw) > 0 {
-		if err := json.Unmarshal(raw, out); err != nil {
-			return nil, fmt.Errorf("%s %s: decode answer: %w", method, path, err)
-		}
-	}
-	return resp.Header, nil
-}
-
-// problemError turns a problem+json body into an *apiError whose message
-// includes the diagnostics (where and what).
-func problemError(status int, data []byte) error {
-	var p struct {
-		Code        string `json:"code"`
-		Message     string `json:"message"`
-		Diagnostics []struct {
-			Message   string `json:"message"`
-			Path      string `json:"path"`
-			Parameter string `json:"parameter"`
-		} `json:"diagnostics"`
-	}
-	if json.Unmarshal(data, &p) != nil || p.Code == "" {
-		return decodeAPIError(status, data)
-	}
-	msg := p.Message
-	for _, d := range p.Diagnostics {
-		switch {
-		case d.Path != "":
-			msg += fmt.Sprintf("; %s: %s", d.Path, d.Message)
-		case d.Parameter != "":
-			msg += fmt.Sprintf("; %s: %s", d.Parameter, d.Message)
-		case d.Message != "" && !strings.Contains(msg, d.Message):
-			msg += "; " + d.Message
-		}
-	}
-	return &apiError{Status: status, Code: p.Code, Message: msg}
+	return client.New(base, bearer, hc).Do(ctx, method, path, hdr, body, out)
 }
 
 // collectPages follows next_cursor from path until the last page.

@@ -14,12 +14,11 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/agentbridge/bridge/client"
+
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
-	"github.com/agentbridge/bridge/platform/activation"
-	"github.com/agentbridge/bridge/platform/api"
-	"github.com/agentbridge/bridge/platform/catalog"
 	"github.com/agentbridge/bridge/platform/lang"
 )
 
@@ -203,10 +202,10 @@ needs a new version number.`,
 // same source is answered as such.
 func publishDefinition(ctx context.Context, tg *target, d definitionFile) (published, error) {
 	base := tg.ids.projectPath() + "/" + d.collection
-	var v catalog.Version
-	h, err := tg.s.call(ctx, http.MethodPost, base, map[string]string{api.HeaderIdempotencyKey: d.key},
-		catalog.PublishRequest{Source: d.source, Format: catalog.FormatYAML}, &v)
-	already := err == nil && h.Get(api.HeaderReplayed) == "true"
+	var v client.Version
+	h, err := tg.s.call(ctx, http.MethodPost, base, map[string]string{client.HeaderIdempotencyKey: d.key},
+		client.PublishRequest{Source: d.source, Format: client.FormatYAML}, &v)
+	already := err == nil && h.Get(client.HeaderReplayed) == "true"
 	var ae *apiError
 	if errors.As(err, &ae) && ae.Status == http.StatusConflict {
 		if v, err = existingVersion(ctx, tg, base, d); err != nil {
@@ -223,16 +222,16 @@ func publishDefinition(ctx context.Context, tg *target, d definitionFile) (publi
 
 // existingVersion reads the published version d.id@d.version; a different
 // source is an error.
-func existingVersion(ctx context.Context, tg *target, base string, d definitionFile) (catalog.Version, error) {
-	versions, err := collectPages[catalog.VersionSummary](ctx, tg.s, base+"?limit=100&definition_id="+url.QueryEscape(d.id), false)
+func existingVersion(ctx context.Context, tg *target, base string, d definitionFile) (client.Version, error) {
+	versions, err := collectPages[client.VersionSummary](ctx, tg.s, base+"?limit=100&definition_id="+url.QueryEscape(d.id), false)
 	if err != nil {
-		return catalog.Version{}, err
+		return client.Version{}, err
 	}
 	for _, s := range versions {
 		if s.Version != d.version {
 			continue
 		}
-		var v catalog.Version
+		var v client.Version
 		if err := tg.call(ctx, http.MethodGet, base+"/"+url.PathEscape(s.ID), nil, nil, &v); err != nil {
 			return v, err
 		}
@@ -242,7 +241,7 @@ func existingVersion(ctx context.Context, tg *target, base string, d definitionF
 		}
 		return v, nil
 	}
-	return catalog.Version{}, fmt.Errorf("%s@%d could not be published and is not listed (conflict)", d.id, d.version)
+	return client.Version{}, fmt.Errorf("%s@%d could not be published and is not listed (conflict)", d.id, d.version)
 }
 
 func (a *app) workflowActivateCmd() *cobra.Command {
@@ -269,7 +268,7 @@ active activation is retired in the same transaction (If-Match its revision).`,
 			if err != nil {
 				return err
 			}
-			req := activation.Request{Name: name, InputDefaults: json.RawMessage("{}")}
+			req := client.ActivationRequest{Name: name, InputDefaults: json.RawMessage("{}")}
 			if defaults != "" {
 				if req.InputDefaults, err = jsonObjectArg("input-defaults", defaults); err != nil {
 					return err
@@ -284,9 +283,9 @@ active activation is retired in the same transaction (If-Match its revision).`,
 				return err
 			}
 			req.PublishedVersionID = v.ID
-			hdr := map[string]string{api.HeaderIdempotencyKey: key}
+			hdr := map[string]string{client.HeaderIdempotencyKey: key}
 			if key == "" {
-				hdr[api.HeaderIdempotencyKey] = uuid.NewString()
+				hdr[client.HeaderIdempotencyKey] = uuid.NewString()
 			}
 			current, err := findActive(ctx, tg, id, 0)
 			if err != nil {
@@ -301,7 +300,7 @@ active activation is retired in the same transaction (If-Match its revision).`,
 			default:
 				hdr["If-Match"] = strconv.Quote(strconv.FormatInt(current.Revision, 10))
 			}
-			var x activation.Activation
+			var x client.Activation
 			if err := tg.call(ctx, http.MethodPost, tg.env("/activations"), hdr, req, &x); err != nil {
 				return err
 			}
@@ -321,7 +320,7 @@ active activation is retired in the same transaction (If-Match its revision).`,
 	return cmd
 }
 
-func (a *app) printActivation(x activation.Activation, asJSON bool, prefix string) error {
+func (a *app) printActivation(x client.Activation, asJSON bool, prefix string) error {
 	if asJSON {
 		return a.printJSON(x)
 	}
@@ -339,12 +338,12 @@ func sameJSON(x, y json.RawMessage) bool {
 
 // findWorkflowVersion finds the published version id@version of the
 // project, the latest when version is 0.
-func findWorkflowVersion(ctx context.Context, tg *target, id string, version int) (catalog.VersionSummary, error) {
-	versions, err := collectPages[catalog.VersionSummary](ctx, tg.s, tg.ids.projectPath()+"/workflows?limit=100&definition_id="+url.QueryEscape(id), false)
+func findWorkflowVersion(ctx context.Context, tg *target, id string, version int) (client.VersionSummary, error) {
+	versions, err := collectPages[client.VersionSummary](ctx, tg.s, tg.ids.projectPath()+"/workflows?limit=100&definition_id="+url.QueryEscape(id), false)
 	if err != nil {
-		return catalog.VersionSummary{}, err
+		return client.VersionSummary{}, err
 	}
-	var best *catalog.VersionSummary
+	var best *client.VersionSummary
 	for i, v := range versions {
 		if (version == 0 || v.Version == version) && (best == nil || v.Version > best.Version) {
 			best = &versions[i]
@@ -355,7 +354,7 @@ func findWorkflowVersion(ctx context.Context, tg *target, id string, version int
 		if version != 0 {
 			ref += "@" + strconv.Itoa(version)
 		}
-		return catalog.VersionSummary{}, fmt.Errorf("workflow %s is not published in project %s; publish it with: bridge workflow publish <file.yaml>", ref, tg.ids.project)
+		return client.VersionSummary{}, fmt.Errorf("workflow %s is not published in project %s; publish it with: bridge workflow publish <file.yaml>", ref, tg.ids.project)
 	}
 	return *best, nil
 }
@@ -375,7 +374,7 @@ func (a *app) workflowActivationsCmd() *cobra.Command {
 			q := url.Values{"limit": {"100"}}
 			switch status {
 			case "":
-			case activation.StatusActive, activation.StatusRetired:
+			case client.ActivationActive, client.ActivationRetired:
 				q.Set("status", status)
 			default:
 				return withCode(ExitUsage, errors.New("--status must be active or retired"))
@@ -384,7 +383,7 @@ func (a *app) workflowActivationsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			acts, err := collectPages[activation.Activation](ctx, tg.s, tg.env("/activations?"+q.Encode()), false)
+			acts, err := collectPages[client.Activation](ctx, tg.s, tg.env("/activations?"+q.Encode()), false)
 			if err != nil {
 				return err
 			}
@@ -394,7 +393,7 @@ func (a *app) workflowActivationsCmd() *cobra.Command {
 					shown = append(shown, x)
 				}
 			}
-			return printTable(a, shown, asJSON, "no activations", "ACTIVATION\tWORKFLOW\tSTATUS\tCREATED\tNAME", func(x activation.Activation) []string {
+			return printTable(a, shown, asJSON, "no activations", "ACTIVATION\tWORKFLOW\tSTATUS\tCREATED\tNAME", func(x client.Activation) []string {
 				return []string{x.ID, x.WorkflowID + "@" + strconv.Itoa(x.WorkflowVersion), x.Status, x.CreatedAt.Local().Format(timeLayout), deref(x.Name)}
 			})
 		},

@@ -6,9 +6,9 @@ import (
 	"net/url"
 	"text/tabwriter"
 
-	"github.com/spf13/cobra"
+	"github.com/agentbridge/bridge/client"
 
-	"github.com/agentbridge/bridge/platform/source"
+	"github.com/spf13/cobra"
 )
 
 func (a *app) receiptCmd() *cobra.Command {
@@ -57,11 +57,11 @@ func (a *app) receiptListCmd(t *envTarget) *cobra.Command {
 			if status != "" {
 				q.Set("status", status)
 			}
-			items, err := collectPages[source.Receipt](ctx, tg.s, tg.env("/provider-receipts?"+q.Encode()), false)
+			items, err := collectPages[client.Receipt](ctx, tg.s, tg.env("/provider-receipts?"+q.Encode()), false)
 			if err != nil {
 				return err
 			}
-			return printTable(a, items, asJSON, "no receipts", "RECEIPT\tSTATUS\tREASON\tKIND\tEVENT\tRUN", func(r source.Receipt) []string {
+			return printTable(a, items, asJSON, "no receipts", "RECEIPT\tSTATUS\tREASON\tKIND\tEVENT\tRUN", func(r client.Receipt) []string {
 				return []string{r.ID, r.Status, orDash(r.Reason), r.EventKind, r.EventID, orDash(r.RunID)}
 			})
 		},
@@ -101,7 +101,7 @@ func (a *app) receiptOneCmd(t *envTarget, retry bool) *cobra.Command {
 			if retry {
 				method, path = http.MethodPost, path+"/retry"
 			}
-			var r source.Receipt
+			var r client.Receipt
 			if err := tg.call(ctx, method, path, nil, nil, &r); err != nil {
 				return err
 			}

@@ -15,14 +15,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/agentbridge/bridge/client"
+
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
-
-	"github.com/agentbridge/bridge/platform/activation"
-	"github.com/agentbridge/bridge/platform/api"
-	"github.com/agentbridge/bridge/platform/engine"
-	"github.com/agentbridge/bridge/platform/identity"
-	"github.com/agentbridge/bridge/platform/kernel"
 )
 
 // runStatuses are the statuses of a run (the kernel's).
@@ -72,7 +68,7 @@ func (t *envTarget) open(ctx context.Context, a *app, needEnv bool) (*target, er
 	}
 	ids := t.ids
 	if ids.tenant == "" || ids.project == "" || (needEnv && ids.environment == "") {
-		var id identity.Identity
+		var id client.Identity
 		if _, err := s.call(ctx, http.MethodGet, "/api/v1/identity", nil, nil, &id); err != nil {
 			return nil, err
 		}
@@ -91,24 +87,24 @@ func (t *envTarget) openEnv(cmd *cobra.Command, a *app) (context.Context, *targe
 
 // pickWorkspace completes want with the caller's workspaces: a level left
 // out is the only one reachable, else the local workspace's.
-func pickWorkspace(ws []identity.Workspace, want scopeIDs, needEnv bool) (scopeIDs, error) {
-	tenant, err := pick(ws, &want.tenant, "tenant", identity.LocalTenantName, func(w identity.Workspace) (string, string) { return w.ID, w.Name })
+func pickWorkspace(ws []client.Workspace, want scopeIDs, needEnv bool) (scopeIDs, error) {
+	tenant, err := pick(ws, &want.tenant, "tenant", client.LocalTenantName, func(w client.Workspace) (string, string) { return w.ID, w.Name })
 	if err != nil {
 		return want, err
 	}
-	var projects []identity.WorkspaceProject
+	var projects []client.WorkspaceProject
 	if tenant != nil {
 		projects = tenant.Projects
 	}
-	project, err := pick(projects, &want.project, "project", identity.LocalProjectName, func(p identity.WorkspaceProject) (string, string) { return p.ID, p.Name })
+	project, err := pick(projects, &want.project, "project", client.LocalProjectName, func(p client.WorkspaceProject) (string, string) { return p.ID, p.Name })
 	if err != nil || !needEnv {
 		return want, err
 	}
-	var envs []identity.WorkspaceEnvironment
+	var envs []client.WorkspaceEnvironment
 	if project != nil {
 		envs = project.Environments
 	}
-	_, err = pick(envs, &want.environment, "environment", identity.LocalEnvironmentName, func(e identity.WorkspaceEnvironment) (string, string) { return e.ID, e.Name })
+	_, err = pick(envs, &want.environment, "environment", client.LocalEnvironmentName, func(e client.WorkspaceEnvironment) (string, string) { return e.ID, e.Name })
 	return want, err
 }
 
@@ -277,9 +273,9 @@ func (f *runStartFlags) add(cmd *cobra.Command, inputHelp, activationHelp string
 
 func (f *runStartFlags) idempotency() map[string]string {
 	if f.key == "" {
-		return map[string]string{api.HeaderIdempotencyKey: uuid.NewString()}
+		return map[string]string{client.HeaderIdempotencyKey: uuid.NewString()}
 	}
-	return map[string]string{api.HeaderIdempotencyKey: f.key}
+	return map[string]string{client.HeaderIdempotencyKey: f.key}
 }
 
 func (a *app) runStartCmd(t *envTarget) *cobra.Command {
@@ -321,8 +317,8 @@ succeeded. Ctrl-C stops waiting (exit 1); the run continues.`,
 				}
 				act, label = found.ID, activationLabel(found)
 			}
-			req := engine.StartRequest{ActivationID: act, Input: input, BusinessKey: f.businessKey, CorrelationKey: f.corrKey}
-			var run engine.Run
+			req := client.StartRequest{ActivationID: act, Input: input, BusinessKey: f.businessKey, CorrelationKey: f.corrKey}
+			var run client.Run
 			if err := tg.call(ctx, http.MethodPost, tg.env("/runs"), f.idempotency(), req, &run); err != nil {
 				return err
 			}
@@ -335,7 +331,7 @@ succeeded. Ctrl-C stops waiting (exit 1); the run continues.`,
 
 // startedRun reports a run that start or retry created, waiting for its end
 // with --wait.
-func (a *app) startedRun(ctx context.Context, tg *target, run engine.Run, label string, f *runStartFlags) error {
+func (a *app) startedRun(ctx context.Context, tg *target, run client.Run, label string, f *runStartFlags) error {
 	if !f.wait {
 		if f.asJSON {
 			return a.printJSON(run)
@@ -361,8 +357,8 @@ func (a *app) startedRun(ctx context.Context, tg *target, run engine.Run, label 
 
 // runOutcome is nil for a succeeded run, else an exit 1 error saying how
 // it ended.
-func runOutcome(run engine.Run) error {
-	if run.Status == string(kernel.StatusSucceeded) {
+func runOutcome(run client.Run) error {
+	if run.Status == client.RunSucceeded {
 		return nil
 	}
 	msg := fmt.Sprintf("run %s %s", run.ID, run.Status)
@@ -373,14 +369,14 @@ func runOutcome(run engine.Run) error {
 }
 
 // errorText is "code: message" of a task error.
-func errorText(e *kernel.TaskError) string {
+func errorText(e *client.TaskError) string {
 	if e == nil {
 		return ""
 	}
 	return strings.TrimSuffix(e.Code+": "+e.Message, ": ")
 }
 
-func runErrorText(e *kernel.RunError) string {
+func runErrorText(e *client.RunError) string {
 	s := e.Code
 	if e.Message != "" {
 		s += ": " + e.Message
@@ -393,25 +389,25 @@ func runErrorText(e *kernel.RunError) string {
 
 // activeActivation finds the active activation of ref (workflow-id or
 // workflow-id@version).
-func activeActivation(ctx context.Context, tg *target, ref string) (activation.Activation, error) {
+func activeActivation(ctx context.Context, tg *target, ref string) (client.Activation, error) {
 	id, version, err := parseWorkflowRef(ref)
 	if err != nil {
-		return activation.Activation{}, err
+		return client.Activation{}, err
 	}
 	x, err := findActive(ctx, tg, id, version)
 	if err == nil && x == nil {
 		err = fmt.Errorf("no active activation of workflow %s in environment %s; activate it with: bridge workflow activate %s", ref, tg.ids.environment, ref)
 	}
 	if err != nil {
-		return activation.Activation{}, err
+		return client.Activation{}, err
 	}
 	return *x, nil
 }
 
 // findActive reads the active activation of workflow id (of that version
 // unless 0); nil when there is none.
-func findActive(ctx context.Context, tg *target, id string, version int) (*activation.Activation, error) {
-	acts, err := collectPages[activation.Activation](ctx, tg.s, tg.env("/activations?status=active&limit=100"), false)
+func findActive(ctx context.Context, tg *target, id string, version int) (*client.Activation, error) {
+	acts, err := collectPages[client.Activation](ctx, tg.s, tg.env("/activations?status=active&limit=100"), false)
 	if err != nil {
 		return nil, err
 	}
@@ -439,7 +435,7 @@ func parseWorkflowRef(ref string) (string, int, error) {
 	return id, n, nil
 }
 
-func activationLabel(x activation.Activation) string {
+func activationLabel(x client.Activation) string {
 	return fmt.Sprintf("%s@%d (activation %s)", x.WorkflowID, x.WorkflowVersion, x.ID)
 }
 
@@ -464,24 +460,24 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // waitRun polls run until it ends, reporting status changes on stderr.
-func (a *app) waitRun(ctx context.Context, tg *target, run engine.Run) (engine.Run, error) {
+func (a *app) waitRun(ctx context.Context, tg *target, run client.Run) (client.Run, error) {
 	var delay time.Duration
 	last := ""
 	for {
 		if state := runStateText(run); state != last {
 			last, delay = state, 0
 			fmt.Fprintf(a.errw, "%s run %s is %s\n", time.Now().Format("15:04:05.000"), run.ID, state)
-			if run.Status == string(kernel.StatusSuspended) {
+			if run.Status == string(client.RunSuspended) {
 				fmt.Fprintf(a.errw, "  an incident waits for an operator: bridge incident list --run %s\n", run.ID)
 			}
 		}
-		if kernel.Status(run.Status).Terminal() {
+		if client.RunTerminal(run.Status) {
 			return run, nil
 		}
 		delay = pollDelay(delay)
 		var err error
 		if sleep(ctx, delay) {
-			var next engine.Run
+			var next client.Run
 			if next, err = tg.getRun(ctx, run.ID); err == nil {
 				run = next
 				continue
@@ -494,7 +490,7 @@ func (a *app) waitRun(ctx context.Context, tg *target, run engine.Run) (engine.R
 	}
 }
 
-func runStateText(run engine.Run) string {
+func runStateText(run client.Run) string {
 	if run.Paused {
 		return run.Status + " (paused)"
 	}
@@ -504,7 +500,7 @@ func runStateText(run engine.Run) string {
 const timeLayout = "2006-01-02 15:04:05"
 
 // printRun writes a run for people; label names its workflow or activation.
-func (a *app) printRun(run engine.Run, label string) {
+func (a *app) printRun(run client.Run, label string) {
 	tw := tabwriter.NewWriter(a.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "Run %s %s\n", run.ID, runStateText(run))
 	if label == "" {
@@ -547,8 +543,8 @@ func compactJSON(raw json.RawMessage) string {
 }
 
 // getRun reads a run of the target's environment.
-func (t *target) getRun(ctx context.Context, id string) (engine.Run, error) {
-	var run engine.Run
+func (t *target) getRun(ctx context.Context, id string) (client.Run, error) {
+	var run client.Run
 	err := t.call(ctx, http.MethodGet, t.env("/runs/"+url.PathEscape(id)), nil, nil, &run)
 	return run, err
 }
@@ -582,7 +578,7 @@ func (a *app) runIDCmd(t *envTarget, cmd *cobra.Command, suffix string, hdr func
 		if err != nil {
 			return err
 		}
-		var run engine.Run
+		var run client.Run
 		if err := tg.call(ctx, http.MethodPost, tg.env("/runs/"+url.PathEscape(args[0])+suffix), hdr(), body(), &run); err != nil {
 			return err
 		}
@@ -620,7 +616,7 @@ func (a *app) runGetCmd(t *envTarget) *cobra.Command {
 				return a.printJSON(run)
 			}
 			label := ""
-			var x activation.Activation
+			var x client.Activation
 			if tg.call(ctx, http.MethodGet, tg.env("/activations/"+url.PathEscape(run.Activation.ID)), nil, nil, &x) == nil {
 				label = activationLabel(x)
 			}
@@ -671,11 +667,11 @@ timed_out (comma separated); --workflow an id, or id@version.`,
 			if err != nil {
 				return err
 			}
-			runs, err := firstItems[engine.RunSummary](ctx, tg, tg.env("/runs"), q, limit, 100)
+			runs, err := firstItems[client.RunSummary](ctx, tg, tg.env("/runs"), q, limit, 100)
 			if err != nil {
 				return err
 			}
-			return printTable(a, runs, asJSON, "no runs", "RUN\tSTATUS\tWORKFLOW\tCREATED\tBUSINESS KEY", func(r engine.RunSummary) []string {
+			return printTable(a, runs, asJSON, "no runs", "RUN\tSTATUS\tWORKFLOW\tCREATED\tBUSINESS KEY", func(r client.RunSummary) []string {
 				st := r.Status
 				if r.Paused {
 					st += " (paused)"
@@ -707,7 +703,7 @@ func firstItems[T any](ctx context.Context, tg *target, path string, q url.Value
 	var all []T
 	for {
 		q.Set("limit", strconv.Itoa(min(limit-len(all), pageMax)))
-		var page api.Page[T]
+		var page client.Page[T]
 		if err := tg.call(ctx, http.MethodGet, path+"?"+q.Encode(), nil, nil, &page); err != nil {
 			return nil, err
 		}
@@ -729,7 +725,7 @@ nothing; another ended run is refused (PF-RUNTIME-STATE). Work already issued
 (an HTTP call, a worker task) may still finish: the output says so.`,
 		Example: `  bridge run cancel <run-id> --reason "customer withdrew the order"`,
 		Args:    cobra.ExactArgs(1),
-	}, "/cancel", func() map[string]string { return optionalKey(key) }, func() any { return engine.CancelRequest{Reason: reason} })
+	}, "/cancel", func() map[string]string { return optionalKey(key) }, func() any { return client.CancelRequest{Reason: reason} })
 	cmd.Flags().StringVar(&reason, "reason", "", "why the run is cancelled; required")
 	cmd.Flags().StringVar(&key, "idempotency-key", "", "Idempotency-Key (optional)")
 	requireFlags(cmd, "reason")
@@ -740,7 +736,7 @@ func optionalKey(key string) map[string]string {
 	if key == "" {
 		return nil
 	}
-	return map[string]string{api.HeaderIdempotencyKey: key}
+	return map[string]string{client.HeaderIdempotencyKey: key}
 }
 
 func (a *app) runPauseCmd(t *envTarget, pause bool) *cobra.Command {
@@ -760,10 +756,10 @@ resumed. Work already issued may still finish; cancellation applies at once.`
 		Args:    cobra.ExactArgs(1),
 	}, "/"+verb, func() map[string]string {
 		if key == "" {
-			return map[string]string{api.HeaderIdempotencyKey: uuid.NewString()}
+			return map[string]string{client.HeaderIdempotencyKey: uuid.NewString()}
 		}
 		return optionalKey(key)
-	}, func() any { return engine.PauseRequest{Reason: reason} })
+	}, func() any { return client.PauseRequest{Reason: reason} })
 	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded in the run's history)")
 	cmd.Flags().StringVar(&key, "idempotency-key", "", "Idempotency-Key (default: a new one)")
 	return cmd
@@ -798,7 +794,7 @@ values (shown "[redacted]") needs --input.`,
 			if err != nil {
 				return err
 			}
-			req := engine.StartRequest{ActivationID: old.Activation.ID, Input: input, BusinessKey: deref(old.BusinessKey), CorrelationKey: deref(old.CorrelationKey)}
+			req := client.StartRequest{ActivationID: old.Activation.ID, Input: input, BusinessKey: deref(old.BusinessKey), CorrelationKey: deref(old.CorrelationKey)}
 			if f.activationID != "" {
 				req.ActivationID = f.activationID
 			}
@@ -808,7 +804,7 @@ values (shown "[redacted]") needs --input.`,
 			if cmd.Flags().Changed("correlation-key") {
 				req.CorrelationKey = f.corrKey
 			}
-			var run engine.Run
+			var run client.Run
 			if err := tg.call(ctx, http.MethodPost, tg.env("/runs/"+url.PathEscape(old.ID)+"/retry"), f.idempotency(), req, &run); err != nil {
 				return err
 			}
@@ -833,7 +829,7 @@ nothing. While the run is paused the signal is held and applied on resume.`,
   bridge run signal <run-id> approved --payload @decision.json --idempotency-key approve-A-1001`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := engine.SignalRequest{Name: args[1]}
+			req := client.SignalRequest{Name: args[1]}
 			if payload != "" {
 				var err error
 				if req.Payload, err = jsonArg("payload", payload); err != nil {
@@ -844,7 +840,7 @@ nothing. While the run is paused the signal is held and applied on resume.`,
 			if err != nil {
 				return err
 			}
-			var res engine.SignalAccepted
+			var res client.SignalAccepted
 			if err := tg.call(ctx, http.MethodPost, tg.env("/runs/"+url.PathEscape(args[0])+"/signals"), optionalKey(key), req, &res); err != nil {
 				return err
 			}
@@ -882,11 +878,11 @@ error.`,
 			if err != nil {
 				return err
 			}
-			steps, err := collectPages[engine.Step](ctx, tg.s, tg.env("/runs/"+url.PathEscape(args[0])+"/steps?limit=500"), false)
+			steps, err := collectPages[client.Step](ctx, tg.s, tg.env("/runs/"+url.PathEscape(args[0])+"/steps?limit=500"), false)
 			if err != nil {
 				return err
 			}
-			return printTable(a, steps, asJSON, "no steps", "STEP\tKIND\tSTATUS\tATTEMPTS\tSTARTED\tENDED\tNOTE", func(s engine.Step) []string {
+			return printTable(a, steps, asJSON, "no steps", "STEP\tKIND\tSTATUS\tATTEMPTS\tSTARTED\tENDED\tNOTE", func(s client.Step) []string {
 				ended, attempts, note := "", "", ""
 				if s.EndedAt != nil {
 					ended = s.EndedAt.Local().Format("15:04:05.000")
@@ -969,7 +965,7 @@ func (l *logFollower) drain(ctx context.Context) error {
 		if l.level != "" {
 			q.Set("level", l.level)
 		}
-		var page api.Page[engine.LogEntry]
+		var page client.Page[client.LogEntry]
 		if err := l.tg.call(ctx, http.MethodGet, l.tg.env("/runs/"+url.PathEscape(l.run)+"/logs?"+q.Encode()), nil, nil, &page); err != nil {
 			return err
 		}
@@ -985,7 +981,7 @@ func (l *logFollower) drain(ctx context.Context) error {
 	}
 }
 
-func (l *logFollower) print(e engine.LogEntry) error {
+func (l *logFollower) print(e client.LogEntry) error {
 	if l.asJSON {
 		data, err := json.Marshal(e)
 		if err != nil {
@@ -1016,7 +1012,7 @@ func (l *logFollower) follow(ctx context.Context) error {
 		if err := l.drain(ctx); err != nil {
 			return err
 		}
-		if kernel.Status(run.Status).Terminal() {
+		if client.RunTerminal(run.Status) {
 			return runOutcome(run)
 		}
 		if l.after != before {

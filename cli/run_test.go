@@ -3,19 +3,20 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"github.com/agentbridge/bridge/platform/platformtest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentbridge/bridge/client"
+	"github.com/agentbridge/bridge/platform/platformtest"
+
 	"github.com/matryer/is"
 	"github.com/spf13/cobra"
 
 	"github.com/agentbridge/bridge/platform/activation"
 	"github.com/agentbridge/bridge/platform/engine"
-	"github.com/agentbridge/bridge/platform/identity"
 )
 
 // daemonCLI runs commands against an in-process daemon.
@@ -321,17 +322,17 @@ func TestInputFlags(t *testing.T) {
 
 func TestPickWorkspace(t *testing.T) {
 	is := is.New(t)
-	env := func(id, name string) identity.WorkspaceEnvironment {
-		return identity.WorkspaceEnvironment{ID: id, Name: name}
+	env := func(id, name string) client.WorkspaceEnvironment {
+		return client.WorkspaceEnvironment{ID: id, Name: name}
 	}
-	local := identity.Workspace{ID: "t1", Name: identity.LocalTenantName, Projects: []identity.WorkspaceProject{
-		{ID: "p1", Name: identity.LocalProjectName, Environments: []identity.WorkspaceEnvironment{env("e1", identity.LocalEnvironmentName), env("e2", "prod")}},
-		{ID: "p2", Name: "payments", Environments: []identity.WorkspaceEnvironment{env("e3", "prod")}},
+	local := client.Workspace{ID: "t1", Name: client.LocalTenantName, Projects: []client.WorkspaceProject{
+		{ID: "p1", Name: client.LocalProjectName, Environments: []client.WorkspaceEnvironment{env("e1", client.LocalEnvironmentName), env("e2", "prod")}},
+		{ID: "p2", Name: "payments", Environments: []client.WorkspaceEnvironment{env("e3", "prod")}},
 	}}
-	acme := identity.Workspace{ID: "t2", Name: "acme", Projects: []identity.WorkspaceProject{
-		{ID: "p3", Name: "web", Environments: []identity.WorkspaceEnvironment{env("e4", "dev"), env("e5", "prod")}},
+	acme := client.Workspace{ID: "t2", Name: "acme", Projects: []client.WorkspaceProject{
+		{ID: "p3", Name: "web", Environments: []client.WorkspaceEnvironment{env("e4", "dev"), env("e5", "prod")}},
 	}}
-	ws := []identity.Workspace{local, acme}
+	ws := []client.Workspace{local, acme}
 	got, err := pickWorkspace(ws, scopeIDs{}, true)
 	is.NoErr(err)
 	is.Equal(got, scopeIDs{tenant: "t1", project: "p1", environment: "e1"}) // the local workspace

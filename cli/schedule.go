@@ -10,10 +10,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/spf13/cobra"
+	"github.com/agentbridge/bridge/client"
 
-	"github.com/agentbridge/bridge/platform/activation"
-	"github.com/agentbridge/bridge/platform/trigger"
+	"github.com/spf13/cobra"
 )
 
 // scheduleTimeLayout shows schedule times in UTC, the calendars' only zone.
@@ -101,7 +100,7 @@ at its current revision (read first, or --revision).`,
 				}
 				act = x.ID
 			}
-			req := trigger.ScheduleRequest{Cron: cron, ActivationID: act, Input: input, ID: replace}
+			req := client.ScheduleRequest{Cron: cron, ActivationID: act, Input: input, ID: replace}
 			hdr := map[string]string{}
 			if replace != "" {
 				if revision == 0 {
@@ -113,7 +112,7 @@ at its current revision (read first, or --revision).`,
 				}
 				hdr["If-Match"] = strconv.Quote(strconv.Itoa(revision))
 			}
-			var u trigger.Upcoming
+			var u client.Upcoming
 			if err := tg.call(ctx, http.MethodPost, tg.env("/schedules"), hdr, req, &u); err != nil {
 				return err
 			}
@@ -139,17 +138,17 @@ at its current revision (read first, or --revision).`,
 }
 
 // getSchedule reads a schedule of the environment.
-func getSchedule(ctx context.Context, tg *target, id string) (trigger.Schedule, error) {
-	var s trigger.Schedule
+func getSchedule(ctx context.Context, tg *target, id string) (client.Schedule, error) {
+	var s client.Schedule
 	err := tg.call(ctx, http.MethodGet, tg.env("/schedules/"+url.PathEscape(id)), nil, nil, &s)
 	return s, err
 }
 
 // printSchedule writes a schedule for people, naming its workflow when the
 // activation can be read.
-func (a *app) printSchedule(ctx context.Context, tg *target, s trigger.Schedule) {
+func (a *app) printSchedule(ctx context.Context, tg *target, s client.Schedule) {
 	label := "activation " + s.ActivationID
-	var x activation.Activation
+	var x client.Activation
 	if tg.call(ctx, http.MethodGet, tg.env("/activations/"+url.PathEscape(s.ActivationID)), nil, nil, &x) == nil {
 		label = activationLabel(x)
 	}
@@ -178,11 +177,11 @@ func (a *app) scheduleListCmd(t *envTarget) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			items, err := collectPages[trigger.Schedule](ctx, tg.s, tg.env("/schedules?limit=100"), false)
+			items, err := collectPages[client.Schedule](ctx, tg.s, tg.env("/schedules?limit=100"), false)
 			if err != nil {
 				return err
 			}
-			return printTable(a, items, asJSON, "no schedules", "SCHEDULE\tSTATUS\tCALENDAR (UTC)\tNEXT DUE\tACTIVATION\tREVISION", func(s trigger.Schedule) []string {
+			return printTable(a, items, asJSON, "no schedules", "SCHEDULE\tSTATUS\tCALENDAR (UTC)\tNEXT DUE\tACTIVATION\tREVISION", func(s client.Schedule) []string {
 				st := s.Status
 				if s.BlockedReason != nil {
 					st += " (" + *s.BlockedReason + ")"
@@ -242,13 +241,13 @@ while the daemon was down (they are not replayed).`,
 				return err
 			}
 			var page struct {
-				Items []trigger.Occurrence `json:"items"`
+				Items []client.Occurrence `json:"items"`
 			}
 			path := tg.env("/schedules/" + url.PathEscape(args[0]) + "/occurrences?limit=" + strconv.Itoa(limit))
 			if err := tg.call(ctx, http.MethodGet, path, nil, nil, &page); err != nil {
 				return err
 			}
-			return printTable(a, page.Items, asJSON, "no occurrences yet", "KIND\tFROM\tTO\tRUN\tREVISION\tOBSERVED", func(o trigger.Occurrence) []string {
+			return printTable(a, page.Items, asJSON, "no occurrences yet", "KIND\tFROM\tTO\tRUN\tREVISION\tOBSERVED", func(o client.Occurrence) []string {
 				run := "-"
 				if o.RunID != nil {
 					run = *o.RunID
@@ -288,7 +287,7 @@ func (a *app) scheduleChangeCmd(t *envTarget, action, short string) *cobra.Comma
 				revision = int(cur.Revision)
 			}
 			hdr := map[string]string{"If-Match": strconv.Quote(strconv.Itoa(revision))}
-			var s trigger.Schedule
+			var s client.Schedule
 			if err := tg.call(ctx, http.MethodPost, tg.env("/schedules/"+url.PathEscape(id)+"/"+action), hdr, nil, &s); err != nil {
 				return err
 			}

@@ -9,10 +9,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/spf13/cobra"
+	"github.com/agentbridge/bridge/client"
 
-	"github.com/agentbridge/bridge/platform/source"
-	"github.com/agentbridge/bridge/platform/source/provider"
+	"github.com/spf13/cobra"
 )
 
 func (a *app) sourceCmd() *cobra.Command {
@@ -47,9 +46,9 @@ Exit codes: 0 ok, 1 failure (the API's problem code is shown), 2 usage,
 }
 
 // packages reads GET P/provider-packages.
-func packages(ctx context.Context, tg *target) ([]provider.Package, error) {
+func packages(ctx context.Context, tg *target) ([]client.Package, error) {
 	var list struct {
-		Items []provider.Package `json:"items"`
+		Items []client.Package `json:"items"`
 	}
 	err := tg.call(ctx, http.MethodGet, tg.ids.projectPath()+"/provider-packages", nil, nil, &list)
 	return list.Items, err
@@ -71,7 +70,7 @@ func (a *app) sourcePackagesCmd(t *envTarget) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printTable(a, items, asJSON, "no packages", "PROVIDER\tPACKAGE\tVERSION\tADAPTER\tDISPATCHABLE\tSCHEMA DIGEST", func(p provider.Package) []string {
+			return printTable(a, items, asJSON, "no packages", "PROVIDER\tPACKAGE\tVERSION\tADAPTER\tDISPATCHABLE\tSCHEMA DIGEST", func(p client.Package) []string {
 				return []string{p.Provider, p.Name, p.Version, p.AdapterVersion, strings.Join(p.Dispatchable, ","), p.SchemaDigest}
 			})
 		},
@@ -81,7 +80,7 @@ func (a *app) sourcePackagesCmd(t *envTarget) *cobra.Command {
 }
 
 func (a *app) sourceCreateCmd(t *envTarget) *cobra.Command {
-	var req source.SourceRequest
+	var req client.SourceRequest
 	var connection, workflow, pkg string
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -110,7 +109,7 @@ connection.manage, connection.bind and run.start (or run.signal).`,
 			if err != nil {
 				return err
 			}
-			var conn source.Connection
+			var conn client.Connection
 			if err := tg.call(ctx, http.MethodGet, tg.env("/connections/"+url.PathEscape(connection)), nil, nil, &conn); err != nil {
 				return err
 			}
@@ -119,7 +118,7 @@ connection.manage, connection.bind and run.start (or run.signal).`,
 			if err != nil {
 				return err
 			}
-			var found []provider.Package
+			var found []client.Package
 			for _, p := range all {
 				if p.Provider == conn.Provider && (pkg == "" || pkg == p.Name || pkg == p.Name+"@"+p.Version) &&
 					(req.AdapterVersion == "" || req.AdapterVersion == p.AdapterVersion) {
@@ -134,9 +133,9 @@ connection.manage, connection.bind and run.start (or run.signal).`,
 			if req.SchemaDigest == "" {
 				req.SchemaDigest = p.SchemaDigest
 			}
-			req.Kind = source.KindRun
+			req.Kind = client.SourceKindRun
 			if req.RunID != "" {
-				req.Kind = source.KindSignal
+				req.Kind = client.SourceKindSignal
 			}
 			if workflow != "" {
 				x, err := activeActivation(ctx, tg, workflow)
@@ -145,7 +144,7 @@ connection.manage, connection.bind and run.start (or run.signal).`,
 				}
 				req.ActivationID = x.ID
 			}
-			var s source.Source
+			var s client.Source
 			if err := tg.call(ctx, http.MethodPost, tg.env("/provider-sources"), nil, req, &s); err != nil {
 				return err
 			}
@@ -172,7 +171,7 @@ connection.manage, connection.bind and run.start (or run.signal).`,
 }
 
 // printSource writes a source for people with its full ingress URL.
-func (a *app) printSource(tg *target, s source.Source) {
+func (a *app) printSource(tg *target, s client.Source) {
 	tw := tabwriter.NewWriter(a.out, 0, 4, 2, ' ', 0)
 	state := "enabled"
 	if s.Disabled {
@@ -183,7 +182,7 @@ func (a *app) printSource(tg *target, s source.Source) {
 	fmt.Fprintf(tw, "  ingress url\t%s\n", tg.s.c.state.ServicesURL+s.IngressURL)
 	fmt.Fprintf(tw, "  package\t%s %s@%s (adapter %s)\n", s.Provider, s.Package, s.PackageVersion, s.AdapterVersion)
 	fmt.Fprintf(tw, "  connection\t%s\n", s.ConnectionRevisionID)
-	if s.Kind == source.KindRun {
+	if s.Kind == client.SourceKindRun {
 		fmt.Fprintf(tw, "  starts\t%s\n", *s.ActivationID)
 	} else {
 		fmt.Fprintf(tw, "  signals\t%s to run %s\n", *s.Signal, *s.RunID)
@@ -207,11 +206,11 @@ func (a *app) sourceListCmd(t *envTarget) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			items, err := collectPages[source.Source](ctx, tg.s, tg.env("/provider-sources?limit=100"), false)
+			items, err := collectPages[client.Source](ctx, tg.s, tg.env("/provider-sources?limit=100"), false)
 			if err != nil {
 				return err
 			}
-			return printTable(a, items, asJSON, "no provider sources", "SOURCE\tSTATE\tPROVIDER\tKIND\tNAME", func(s source.Source) []string {
+			return printTable(a, items, asJSON, "no provider sources", "SOURCE\tSTATE\tPROVIDER\tKIND\tNAME", func(s client.Source) []string {
 				state := "enabled"
 				if s.Disabled {
 					state = "disabled"
@@ -245,7 +244,7 @@ func (a *app) sourceGetCmd(t *envTarget, disable bool) *cobra.Command {
 			if disable {
 				method, path = http.MethodPost, path+"/disable"
 			}
-			var s source.Source
+			var s client.Source
 			if err := tg.call(ctx, method, path, nil, nil, &s); err != nil {
 				return err
 			}

@@ -10,13 +10,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/agentbridge/bridge/client"
+
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
-
-	"github.com/agentbridge/bridge/platform/api"
-	"github.com/agentbridge/bridge/platform/catalog"
-	"github.com/agentbridge/bridge/platform/engine"
-	"github.com/agentbridge/bridge/platform/steptest"
 )
 
 // testCmd is `bridge test`: step tests, draft test activations and the
@@ -71,16 +68,16 @@ allows side-effecting steps too, each with --ack. You need step.test.`,
 			if err != nil {
 				return err
 			}
-			var p steptest.Policy
+			var p client.TestPolicy
 			if err := tg.call(ctx, http.MethodGet, tg.env("/test-policy"), nil, nil, &p); err != nil {
 				return err
 			}
 			if len(args) == 1 {
 				hdr := map[string]string{}
 				if p.Revision > 0 {
-					hdr["If-Match"] = api.FormatETag(p.Revision)
+					hdr["If-Match"] = client.FormatETag(p.Revision)
 				}
-				if err := tg.call(ctx, http.MethodPut, tg.env("/test-policy"), hdr, steptest.PolicyRequest{TestCalls: args[0]}, &p); err != nil {
+				if err := tg.call(ctx, http.MethodPut, tg.env("/test-policy"), hdr, client.TestPolicyRequest{TestCalls: args[0]}, &p); err != nil {
 					return err
 				}
 			}
@@ -119,15 +116,15 @@ compiles the revision it names. Prints the draft id and revision.`,
 			if id == "" {
 				id = uuid.NewString()
 			} else {
-				var d catalog.Draft
+				var d client.Draft
 				if err := tg.call(ctx, http.MethodGet, tg.ids.projectPath()+"/drafts/"+url.PathEscape(id), nil, nil, &d); err != nil {
 					return err
 				}
-				hdr["If-Match"] = api.FormatETag(d.Revision)
+				hdr["If-Match"] = client.FormatETag(d.Revision)
 			}
-			var d catalog.Draft
+			var d client.Draft
 			if err := tg.call(ctx, http.MethodPut, tg.ids.projectPath()+"/drafts/"+url.PathEscape(id), hdr,
-				catalog.PublishRequest{Source: string(src), Format: "yaml"}, &d); err != nil {
+				client.PublishRequest{Source: string(src), Format: "yaml"}, &d); err != nil {
 				return err
 			}
 			if asJSON {
@@ -144,7 +141,7 @@ compiles the revision it names. Prints the draft id and revision.`,
 
 // latestRevision answers the draft's latest saved revision.
 func latestRevision(ctx context.Context, tg *target, draft string) (int64, error) {
-	var d catalog.Draft
+	var d client.Draft
 	if err := tg.call(ctx, http.MethodGet, tg.ids.projectPath()+"/drafts/"+url.PathEscape(draft), nil, nil, &d); err != nil {
 		return 0, err
 	}
@@ -152,7 +149,7 @@ func latestRevision(ctx context.Context, tg *target, draft string) (int64, error
 }
 
 func (a *app) testStepCmd(t *envTarget) *cobra.Command {
-	var req steptest.StepTestRequest
+	var req client.StepTestRequest
 	var input, mocks string
 	var wait, asJSON bool
 	cmd := &cobra.Command{
@@ -199,7 +196,7 @@ it succeeded.`,
 					return err
 				}
 			}
-			var c steptest.StepTestCreated
+			var c client.StepTestCreated
 			if err := tg.call(ctx, http.MethodPost, tg.env("/step-tests"), nil, req, &c); err != nil {
 				return err
 			}
@@ -234,7 +231,7 @@ it succeeded.`,
 func (a *app) followStep(ctx context.Context, tg *target, id string, asJSON bool) error {
 	last := ""
 	for {
-		var v steptest.StepTest
+		var v client.StepTest
 		if err := tg.call(ctx, http.MethodGet, tg.env("/step-tests/"+url.PathEscape(id)), nil, nil, &v); err != nil {
 			return err
 		}
@@ -242,11 +239,11 @@ func (a *app) followStep(ctx context.Context, tg *target, id string, asJSON bool
 			fmt.Fprintf(a.errw, "step test %s: %s\n", id, v.Status)
 			last = v.Status
 		}
-		if v.Status != steptest.StatusRunning {
+		if v.Status != client.StepTestRunning {
 			if err := a.showStep(v, asJSON); err != nil {
 				return err
 			}
-			if v.Status == steptest.StatusSucceeded || v.Status == steptest.StatusWaiting {
+			if v.Status == client.StepTestSucceeded || v.Status == client.StepTestWaiting {
 				return nil
 			}
 			return fmt.Errorf("step test %s %s", v.ID, v.Status)
@@ -260,7 +257,7 @@ func (a *app) followStep(ctx context.Context, tg *target, id string, asJSON bool
 }
 
 // showStep prints a step test.
-func (a *app) showStep(v steptest.StepTest, asJSON bool) error {
+func (a *app) showStep(v client.StepTest, asJSON bool) error {
 	if asJSON {
 		return a.printJSON(v)
 	}
@@ -284,7 +281,7 @@ func (a *app) showStep(v steptest.StepTest, asJSON bool) error {
 
 // testOneCmd is a command on one step test: call answers it.
 func (a *app) testOneCmd(t *envTarget, use, short, example string, nargs cobra.PositionalArgs,
-	call func(ctx context.Context, tg *target, args []string, v *steptest.StepTest) error) *cobra.Command {
+	call func(ctx context.Context, tg *target, args []string, v *client.StepTest) error) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use: use, Short: short, Example: example, Args: nargs,
@@ -293,7 +290,7 @@ func (a *app) testOneCmd(t *envTarget, use, short, example string, nargs cobra.P
 			if err != nil {
 				return err
 			}
-			var v steptest.StepTest
+			var v client.StepTest
 			if err := call(ctx, tg, args, &v); err != nil {
 				return err
 			}
@@ -306,14 +303,14 @@ func (a *app) testOneCmd(t *envTarget, use, short, example string, nargs cobra.P
 
 func (a *app) testShowCmd(t *envTarget) *cobra.Command {
 	return a.testOneCmd(t, "show <step-test-id>", "Show a step test (yours only)", "  bridge test show <step-test-id> --json | jq .output",
-		cobra.ExactArgs(1), func(ctx context.Context, tg *target, args []string, v *steptest.StepTest) error {
+		cobra.ExactArgs(1), func(ctx context.Context, tg *target, args []string, v *client.StepTest) error {
 			return tg.call(ctx, http.MethodGet, tg.env("/step-tests/"+url.PathEscape(args[0])), nil, nil, v)
 		})
 }
 
 func (a *app) testCancelCmd(t *envTarget) *cobra.Command {
 	return a.testOneCmd(t, "cancel <step-test-id>", "Cancel a step test (its run is cancelled)", "  bridge test cancel <step-test-id>",
-		cobra.ExactArgs(1), func(ctx context.Context, tg *target, args []string, v *steptest.StepTest) error {
+		cobra.ExactArgs(1), func(ctx context.Context, tg *target, args []string, v *client.StepTest) error {
 			return tg.call(ctx, http.MethodPost, tg.env("/step-tests/"+url.PathEscape(args[0])+"/cancel"), nil, nil, v)
 		})
 }
@@ -322,9 +319,9 @@ func (a *app) testAnswerCmd(t *envTarget) *cobra.Command {
 	var confirm bool
 	cmd := a.testOneCmd(t, "answer <step-test-id> <instance-key>", "Answer a pending item of a waiting step test",
 		"  bridge test answer <step-test-id> approve\n  bridge test answer <step-test-id> approve --confirm=false",
-		cobra.ExactArgs(2), func(ctx context.Context, tg *target, args []string, v *steptest.StepTest) error {
+		cobra.ExactArgs(2), func(ctx context.Context, tg *target, args []string, v *client.StepTest) error {
 			return tg.call(ctx, http.MethodPost, tg.env("/step-tests/"+url.PathEscape(args[0])+"/answers"), nil,
-				steptest.StepTestAnswer{InstanceKey: args[1], Confirm: confirm}, v)
+				client.StepTestAnswer{InstanceKey: args[1], Confirm: confirm}, v)
 		})
 	cmd.Long = `A person item is answered with the step's first decision (--confirm, the
 default) or its last (--confirm=false).`
@@ -333,7 +330,7 @@ default) or its last (--confirm=false).`
 }
 
 func (a *app) testActivateCmd(t *envTarget) *cobra.Command {
-	var req steptest.TestActivationRequest
+	var req client.TestActivationRequest
 	var defaults string
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -363,7 +360,7 @@ with 'bridge test run' or open a signed URL with 'bridge test listen'.`,
 					return err
 				}
 			}
-			var ta steptest.TestActivation
+			var ta client.TestActivation
 			if err := tg.call(ctx, http.MethodPost, tg.env("/test-activations"), nil, req, &ta); err != nil {
 				return err
 			}
@@ -394,7 +391,7 @@ func (a *app) testRunCmd(t *envTarget) *cobra.Command {
 		Example: "  bridge test run <test-activation-id> --input '{\"base\":\"http://127.0.0.1:8088\"}'\n  bridge run get <run-id>",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var req steptest.TestRunRequest
+			var req client.TestRunRequest
 			if input != "" {
 				raw, err := jsonArg("input", input)
 				if err != nil {
@@ -406,7 +403,7 @@ func (a *app) testRunCmd(t *envTarget) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var run engine.Run
+			var run client.Run
 			if err := tg.call(ctx, http.MethodPost, tg.env("/test-activations/"+url.PathEscape(args[0])+"/runs"), nil, req, &run); err != nil {
 				return err
 			}
@@ -423,7 +420,7 @@ func (a *app) testRunCmd(t *envTarget) *cobra.Command {
 }
 
 func (a *app) testListenCmd(t *envTarget) *cobra.Command {
-	var req steptest.ListenRequest
+	var req client.ListenRequest
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "listen <test-activation-id>",
@@ -440,7 +437,7 @@ trigger's, so its sender can sign test requests unchanged. Send one with
 			if err != nil {
 				return err
 			}
-			var l steptest.Listen
+			var l client.Listen
 			if err := tg.call(ctx, http.MethodPost, tg.env("/test-activations/"+url.PathEscape(args[0])+"/listen"), nil, req, &l); err != nil {
 				return err
 			}
@@ -463,7 +460,7 @@ trigger's, so its sender can sign test requests unchanged. Send one with
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&req.SecretRef, "secret-ref", steptest.SecretNew, "new, or trigger:<trigger-id>")
+	cmd.Flags().StringVar(&req.SecretRef, "secret-ref", client.TestSecretNew, "new, or trigger:<trigger-id>")
 	cmd.Flags().IntVar(&req.MaxBody, "max-body", 0, "largest accepted body in bytes, 1..1048576 (default 1048576)")
 	cmd.Flags().IntVar(&req.Tolerance, "tolerance", 0, "accepted webhook-timestamp skew in seconds, 1..3600 (default 300)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the listen route as JSON")
@@ -482,7 +479,7 @@ func (a *app) testDeactivateCmd(t *envTarget) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var ta steptest.TestActivation
+			var ta client.TestActivation
 			if err := tg.call(ctx, http.MethodDelete, tg.env("/test-activations/"+url.PathEscape(args[0])), nil, nil, &ta); err != nil {
 				return err
 			}
@@ -510,7 +507,7 @@ running daemon, as 'bridge trigger send' does for triggers. Needs no sign-in.`,
   bridge test send <listen-id> --body '{"base":"http://127.0.0.1:8088"}'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var d steptest.TestDelivery
+			var d client.TestDelivery
 			wid, err := a.sendSigned(cmd.Context(), "/test-webhooks/"+url.PathEscape(args[0]), secret, body, id, &d)
 			if err != nil {
 				return err

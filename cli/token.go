@@ -37,7 +37,7 @@ func (a *app) withStore(ctx context.Context, fn func(db *store.DB, dir string) e
 }
 
 // running returns a client for the daemon when one answers, else nil.
-func (a *app) running(ctx context.Context) *client {
+func (a *app) running(ctx context.Context) *daemonConn {
 	c, err := a.daemonClient(ctx)
 	if err != nil {
 		return nil

@@ -14,10 +14,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/agentbridge/bridge/client"
+
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
-
-	"github.com/agentbridge/bridge/platform/trigger"
 )
 
 // secretEnv holds a trigger's signing secret for 'bridge trigger send', so
@@ -57,7 +57,7 @@ Exit codes: 0 ok, 1 failure (the API's problem code is shown), 2 usage,
 
 // triggerCreateCmd is create, or replace <trigger-id> with the same flags.
 func (a *app) triggerCreateCmd(t *envTarget, replace bool) *cobra.Command {
-	var req trigger.TriggerRequest
+	var req client.TriggerRequest
 	var activationID string
 	var asJSON bool
 	use, short, nargs := "create <workflow-id[@version]> | --activation <id>", "Create a trigger and print its URL and secret (shown once)", cobra.MaximumNArgs(1)
@@ -101,7 +101,7 @@ input.body (the parsed body) and input.headers (the headers named by
 			if replace {
 				path, hdr["If-Match"] = tg.env("/triggers/"+url.PathEscape(old)+"/replace"), "1"
 			}
-			var ct trigger.CreatedTrigger
+			var ct client.CreatedTrigger
 			if err := tg.call(ctx, http.MethodPost, path, hdr, req, &ct); err != nil {
 				return err
 			}
@@ -124,7 +124,7 @@ input.body (the parsed body) and input.headers (the headers named by
 
 // printTrigger writes a trigger for people with its full URL (and its
 // secret, when just created).
-func (a *app) printTrigger(tg *target, tr trigger.Trigger, secret string) {
+func (a *app) printTrigger(tg *target, tr client.Trigger, secret string) {
 	tw := tabwriter.NewWriter(a.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "Trigger %s %s\n", tr.ID, tr.Status)
 	if tr.Name != "" {
@@ -161,11 +161,11 @@ func (a *app) triggerListCmd(t *envTarget) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			items, err := collectPages[trigger.Trigger](ctx, tg.s, tg.env("/triggers?limit=100"), false)
+			items, err := collectPages[client.Trigger](ctx, tg.s, tg.env("/triggers?limit=100"), false)
 			if err != nil {
 				return err
 			}
-			return printTable(a, items, asJSON, "no triggers", "TRIGGER\tSTATUS\tNAME\tACTIVATION\tCREATED", func(tr trigger.Trigger) []string {
+			return printTable(a, items, asJSON, "no triggers", "TRIGGER\tSTATUS\tNAME\tACTIVATION\tCREATED", func(tr client.Trigger) []string {
 				return []string{tr.ID, tr.Status, tr.Name, tr.ActivationID, tr.CreatedAt.Local().Format(timeLayout)}
 			})
 		},
@@ -176,22 +176,22 @@ func (a *app) triggerListCmd(t *envTarget) *cobra.Command {
 
 func (a *app) triggerGetCmd(t *envTarget) *cobra.Command {
 	return a.triggerOneCmd(t, "get", "Show a trigger (never its secret)", "  bridge trigger get <trigger-id> --json | jq -r .url",
-		func(ctx context.Context, tg *target, id string, tr *trigger.Trigger) error {
+		func(ctx context.Context, tg *target, id string, tr *client.Trigger) error {
 			return tg.call(ctx, http.MethodGet, tg.env("/triggers/"+url.PathEscape(id)), nil, nil, tr)
-		}, func(tg *target, tr trigger.Trigger) { a.printTrigger(tg, tr, "") })
+		}, func(tg *target, tr client.Trigger) { a.printTrigger(tg, tr, "") })
 }
 
 func (a *app) triggerDisableCmd(t *envTarget) *cobra.Command {
 	return a.triggerOneCmd(t, "disable", "Disable a trigger for good (its URL answers 404 from then on)", "  bridge trigger disable <trigger-id>",
-		func(ctx context.Context, tg *target, id string, tr *trigger.Trigger) error {
+		func(ctx context.Context, tg *target, id string, tr *client.Trigger) error {
 			return tg.call(ctx, http.MethodPost, tg.env("/triggers/"+url.PathEscape(id)+"/disable"), map[string]string{"If-Match": "1"}, nil, tr)
-		}, func(_ *target, tr trigger.Trigger) { fmt.Fprintf(a.out, "Trigger %s is disabled\n", tr.ID) })
+		}, func(_ *target, tr client.Trigger) { fmt.Fprintf(a.out, "Trigger %s is disabled\n", tr.ID) })
 }
 
 // triggerOneCmd is a command on one trigger: call reads or changes it,
 // show prints it for people (--json prints it as JSON).
-func (a *app) triggerOneCmd(t *envTarget, name, short, example string, call func(context.Context, *target, string, *trigger.Trigger) error,
-	show func(*target, trigger.Trigger)) *cobra.Command {
+func (a *app) triggerOneCmd(t *envTarget, name, short, example string, call func(context.Context, *target, string, *client.Trigger) error,
+	show func(*target, client.Trigger)) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:     name + " <trigger-id>",
@@ -203,7 +203,7 @@ func (a *app) triggerOneCmd(t *envTarget, name, short, example string, call func
 			if err != nil {
 				return err
 			}
-			var tr trigger.Trigger
+			var tr client.Trigger
 			if err := call(ctx, tg, args[0], &tr); err != nil {
 				return err
 			}
@@ -234,7 +234,7 @@ signature is the only credential.`,
   bridge trigger send <trigger-id> --body @payload.json --id order-1001 --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var d trigger.Delivery
+			var d client.TriggerDelivery
 			if _, err := a.sendSigned(cmd.Context(), "/webhooks/"+url.PathEscape(args[0]), secret, body, id, &d); err != nil {
 				return err
 			}
@@ -283,7 +283,7 @@ func (a *app) sendSigned(ctx context.Context, path, secret, body, id string, out
 		id = "msg_" + uuid.NewString()
 	}
 	now := time.Now()
-	sig, err := trigger.Sign(secret, id, now, payload)
+	sig, err := client.SignWebhook(secret, id, now, payload)
 	if err != nil {
 		return "", withCode(ExitUsage, err)
 	}
@@ -291,8 +291,8 @@ func (a *app) sendSigned(ctx context.Context, path, secret, body, id string, out
 	if err != nil {
 		return "", err
 	}
-	hdr := map[string]string{trigger.HeaderWebhookID: id, trigger.HeaderWebhookTimestamp: strconv.FormatInt(now.Unix(), 10),
-		trigger.HeaderWebhookSignature: sig}
+	hdr := map[string]string{client.HeaderWebhookID: id, client.HeaderWebhookTimestamp: strconv.FormatInt(now.Unix(), 10),
+		client.HeaderWebhookSignature: sig}
 	_, err = platformDo(ctx, c.http, c.state.ServicesURL, http.MethodPost, path, "", hdr, rawJSON(payload), out)
 	return id, err
 }

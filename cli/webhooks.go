@@ -15,6 +15,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/agentbridge/bridge/client"
+	"github.com/agentbridge/bridge/client/ingest"
 )
 
 // Routes of the ingest service's management API (see ingest/api.go).
@@ -23,41 +26,11 @@ const (
 	webhookDLQPath    = "/api/v1/webhook-dlq"
 )
 
-// webhookActivity mirrors ingest.Activity.
-type webhookActivity struct {
-	Time       time.Time `json:"time"`
-	Kind       string    `json:"kind"`
-	EventID    string    `json:"event_id"`
-	Provider   string    `json:"provider"`
-	Topic      string    `json:"topic,omitempty"`
-	DeliveryID string    `json:"delivery_id,omitempty"`
-	Reason     string    `json:"reason,omitempty"`
-	Status     int       `json:"status,omitempty"`
-	Size       int       `json:"size,omitempty"`
-}
-
-// deadLetter mirrors ingest.DLQEntry.
-type deadLetter struct {
-	EventID     string     `json:"event_id"`
-	Provider    string     `json:"provider"`
-	Stage       string     `json:"stage"`
-	Reason      string     `json:"reason"`
-	Detail      string     `json:"detail"`
-	Status      int        `json:"status,omitempty"`
-	Topic       string     `json:"topic,omitempty"`
-	PayloadSize int        `json:"payload_size"`
-	Replayable  bool       `json:"replayable"`
-	ReceivedAt  time.Time  `json:"received_at"`
-	FailedAt    time.Time  `json:"failed_at"`
-	Failures    int        `json:"failures"`
-	ReplayedAt  *time.Time `json:"replayed_at,omitempty"`
-	Replays     int        `json:"replays"`
-}
-
-type deadLetterPage struct {
-	Items      []deadLetter `json:"items"`
-	NextCursor string       `json:"next_cursor,omitempty"`
-}
+// The ingest management API's wire types.
+type (
+	webhookActivity = ingest.Activity
+	deadLetter      = ingest.DLQEntry
+)
 
 func (a *app) webhooksCmd() *cobra.Command {
 	cmd := &cobra.Command{
@@ -127,7 +100,7 @@ func (a *app) tailWebhooks(ctx context.Context, provider string, asJSON bool) er
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return decodeAPIError(resp.StatusCode, data)
+		return client.DecodeError(resp.StatusCode, data)
 	}
 	if !asJSON {
 		fmt.Fprintln(a.errw, "waiting for webhooks (Ctrl-C to stop)...")
@@ -276,7 +249,7 @@ payload was kept (not for oversized bodies) and the provider name is valid.`,
 }
 
 // listDeadLetters follows the API's cursors until limit entries are read.
-func listDeadLetters(ctx context.Context, c *client, provider string, pending bool, limit int) ([]deadLetter, error) {
+func listDeadLetters(ctx context.Context, c *daemonConn, provider string, pending bool, limit int) ([]deadLetter, error) {
 	out := []deadLetter{}
 	cursor := ""
 	for len(out) < limit {
@@ -291,7 +264,7 @@ func listDeadLetters(ctx context.Context, c *client, provider string, pending bo
 		if cursor != "" {
 			q.Set("cursor", cursor)
 		}
-		var page deadLetterPage
+		var page ingest.Page[deadLetter]
 		if err := c.do(ctx, http.MethodGet, c.state.ServicesURL, webhookDLQPath+"?"+q.Encode(), nil, &page); err != nil {
 			return nil, err
 		}

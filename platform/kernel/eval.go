@@ -5,6 +5,8 @@ import (
 
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
+
+	"github.com/agentbridge/bridge/platform/lang"
 )
 
 // valueCache keeps the CEL forms of state values for the duration of one
@@ -151,5 +153,5 @@ func evalString(t *template, act map[string]any, what string) (string, error) {
 	case string:
 		return x, nil
 	}
-	return "", fmt.Errorf("%s must be a string, not %s", what, jsonTypeName(v))
+	return "", fmt.Errorf("%s must be a string, not %s", what, lang.JSONTypeName(v))
 }

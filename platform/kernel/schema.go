@@ -4,14 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
+	"io"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 
 	"github.com/agentbridge/bridge/platform/lang"
@@ -50,16 +49,13 @@ func newSchemaSet() *schemaSet {
 	return &schemaSet{c: c, docs: map[string]any{}}
 }
 
+// decodeSchemaJSON decodes a schema document (lang.DecodeJSONSchema); an
+// empty one is refused here, where a schema is required.
 func decodeSchemaJSON(raw []byte) (any, error) {
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
-	if err != nil {
-		return nil, fmt.Errorf("decode schema: %w", err)
+	if len(raw) == 0 {
+		return nil, fmt.Errorf("decode schema: %w", io.EOF)
 	}
-	switch doc.(type) {
-	case map[string]any, bool:
-		return doc, nil
-	}
-	return nil, errors.New("a JSON Schema must be an object or a boolean")
+	return lang.DecodeJSONSchema(raw)
 }
 
 // addCatalog registers a shared schema of the catalog lock.
@@ -116,8 +112,8 @@ func (s *schema) validate(v any) error {
 		return err
 	}
 	var msgs []string
-	for _, leaf := range leaves(ve) {
-		msgs = append(msgs, "at '"+pointer(leaf.InstanceLocation)+"': "+leafMessage(leaf))
+	for _, leaf := range lang.ValidationLeaves(ve) {
+		msgs = append(msgs, "at '"+lang.JSONPointer(leaf.InstanceLocation)+"': "+lang.ValidationMessage(printer, leaf))
 	}
 	sort.Strings(msgs)
 	msgs = slices.Compact(msgs)
@@ -127,53 +123,11 @@ func (s *schema) validate(v any) error {
 	return errors.New(strings.Join(msgs, "; "))
 }
 
-func leaves(ve *jsonschema.ValidationError) []*jsonschema.ValidationError {
-	if len(ve.Causes) == 0 {
-		return []*jsonschema.ValidationError{ve}
-	}
-	var out []*jsonschema.ValidationError
-	for _, c := range ve.Causes {
-		out = append(out, leaves(c)...)
-	}
-	return out
-}
-
-// leafMessage renders one validation failure; lists the validator builds
-// from maps are sorted first.
-func leafMessage(ve *jsonschema.ValidationError) string {
-	switch k := ve.ErrorKind.(type) {
-	case *kind.AdditionalProperties:
-		sort.Strings(k.Properties)
-	case *kind.Required:
-		sort.Strings(k.Missing)
-	case *kind.Dependency:
-		sort.Strings(k.Missing)
-	case *kind.DependentRequired:
-		sort.Strings(k.Missing)
-	}
-	return ve.ErrorKind.LocalizedString(printer)
-}
-
-func pointer(segs []string) string {
-	var b strings.Builder
-	for _, s := range segs {
-		b.WriteByte('/')
-		b.WriteString(strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1"))
-	}
-	return b.String()
-}
-
-// Typing: the kernel mirrors the compiler's mapping from JSON Schema to CEL
-// types (lang's celType), so that a value has at run time the type its
-// expressions were checked against. Only numbers need it: integer
-// positions hold int64, other positions float64.
-
-var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-// celReserved mirrors the compiler's list: objects with such property names
-// are maps of dyn, not structs.
-var celReserved = []string{"as", "break", "const", "continue", "else", "false", "for", "function", "if",
-	"import", "in", "let", "loop", "package", "namespace", "null", "return", "true", "var", "void", "while"}
+// Typing: the kernel follows the compiler's mapping from JSON Schema to CEL
+// types (lang.SchemaType, the same walk lang's celType takes), so that a
+// value has at run time the type its expressions were checked against.
+// Only numbers need it: integer positions hold int64, other positions
+// float64.
 
 // view is a position inside a schema document.
 type view struct {
@@ -253,55 +207,11 @@ func (ss *schemaSet) shapeOf(v view, depth int) (shape, view) {
 	if !ok {
 		return shapeDyn, view{}
 	}
-	var names []string
-	switch t := m["type"].(type) {
-	case string:
-		names = []string{t}
-	case []any:
-		for _, x := range t {
-			if s, ok := x.(string); ok {
-				names = append(names, s)
-			}
-		}
+	name, nullable, viaAllOf := lang.SchemaType(m)
+	if viaAllOf {
+		return ss.shapeOf(view{url: r.url, v: m["allOf"].([]any)[0]}, depth+1)
 	}
-	if names == nil {
-		var vals []any
-		if c, ok := m["const"]; ok {
-			vals = []any{c}
-		} else if e, ok := m["enum"].([]any); ok {
-			vals = e
-		}
-		seen := map[string]bool{}
-		for _, x := range vals {
-			seen[jsonTypeName(x)] = true
-		}
-		if len(seen) == 1 {
-			for k := range seen {
-				names = []string{k}
-			}
-		}
-		if names == nil {
-			if _, ok := m["properties"]; ok {
-				names = []string{"object"}
-			} else if all, ok := m["allOf"].([]any); ok && len(all) == 1 {
-				return ss.shapeOf(view{url: r.url, v: all[0]}, depth+1)
-			}
-		}
-	}
-	var nonNull []string
-	for _, t := range names {
-		if t != "null" {
-			nonNull = append(nonNull, t)
-		}
-	}
-	if len(nonNull) == 2 && slices.Contains(nonNull, "integer") && slices.Contains(nonNull, "number") {
-		nonNull = []string{"number"}
-	}
-	if len(nonNull) != 1 {
-		return shapeDyn, view{}
-	}
-	nullable := len(names) > len(nonNull)
-	switch nonNull[0] {
+	switch name {
 	case "integer":
 		return shapeInt, view{}
 	case "number":
@@ -326,44 +236,14 @@ func (ss *schemaSet) shapeOf(v view, depth int) (shape, view) {
 			}
 			return shapeMap, view{}
 		}
-		for k := range props {
-			if !identRE.MatchString(k) || slices.Contains(celReserved, k) {
-				return shapeMap, view{}
-			}
+		if !lang.CELFieldNames(props) {
+			return shapeMap, view{}
 		}
 		return shapeStruct, r
 	case "string", "boolean":
 		return shapeOther, view{}
 	}
 	return shapeDyn, view{}
-}
-
-func jsonTypeName(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case string:
-		return "string"
-	case json.Number:
-		if _, err := x.Int64(); err == nil {
-			return "integer"
-		}
-		return "number"
-	case int64:
-		return "integer"
-	case float64:
-		if x == float64(int64(x)) {
-			return "integer"
-		}
-		return "number"
-	case []any:
-		return "array"
-	case map[string]any:
-		return "object"
-	}
-	return "unknown"
 }
 
 func (ss *schemaSet) normalizeAt(v any, at view, depth int) any {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+
+	"github.com/agentbridge/bridge/platform/lang"
 )
 
 // maxSecretPointers caps the pointers of one schema, like the compiler's
@@ -129,7 +131,7 @@ func (s *schema) markedPointers(marked func(any) bool, recursive func(view) bool
 			}
 			sort.Strings(keys)
 			for _, k := range keys {
-				add(pointer([]string{k}), walk(view{url: r.url, v: props[k]}, depth+1))
+				add(lang.JSONPointer([]string{k}), walk(view{url: r.url, v: props[k]}, depth+1))
 			}
 		}
 		if ap, ok := m["additionalProperties"].(map[string]any); ok {

@@ -24,7 +24,7 @@ func (m *machine) enterDecision(tok *Token, n *node) {
 		obj, ok = map[string]any{}, true
 	}
 	if !ok {
-		m.failRun(ErrCodeDecision, fmt.Sprintf("the input of a decision table must be an object, not %s", jsonTypeName(in)), tok)
+		m.failRun(ErrCodeDecision, fmt.Sprintf("the input of a decision table must be an object, not %s", lang.JSONTypeName(in)), tok)
 		return
 	}
 	res, err := n.table.Evaluate(obj)
@@ -55,7 +55,7 @@ func (m *machine) enterSwitch(tok *Token, n *node) {
 		}
 		b, ok := v.(bool)
 		if !ok {
-			m.failRun(ErrCodeExpression, fmt.Sprintf("case %d of %s is %s, not a bool", i+1, n.id, jsonTypeName(v)), tok)
+			m.failRun(ErrCodeExpression, fmt.Sprintf("case %d of %s is %s, not a bool", i+1, n.id, lang.JSONTypeName(v)), tok)
 			return
 		}
 		if b {

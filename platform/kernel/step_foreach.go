@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"github.com/agentbridge/bridge/platform/lang"
 )
 
 // forEach runs its body once per element, at most concurrency iterations
@@ -21,7 +23,7 @@ func (m *machine) enterForEach(tok *Token, n *node) {
 	}
 	items, ok := v.([]any)
 	if !ok {
-		m.failRun(ErrCodeExpression, fmt.Sprintf("the items of %s are %s, not a list", n.id, jsonTypeName(v)), tok)
+		m.failRun(ErrCodeExpression, fmt.Sprintf("the items of %s are %s, not a list", n.id, lang.JSONTypeName(v)), tok)
 		return
 	}
 	if len(items) > MaxForEachItems {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+
+	"github.com/agentbridge/bridge/platform/lang"
 )
 
 // Human steps open a task for people and wait for its completion: a
@@ -68,13 +70,13 @@ func stringList(v any) ([]string, error) {
 		for _, e := range x {
 			s, ok := e.(string)
 			if !ok {
-				return nil, fmt.Errorf("want strings, found %s", jsonTypeName(e))
+				return nil, fmt.Errorf("want strings, found %s", lang.JSONTypeName(e))
 			}
 			out = append(out, s)
 		}
 		return out, nil
 	}
-	return nil, fmt.Errorf("want a string or a list of strings, found %s", jsonTypeName(v))
+	return nil, fmt.Errorf("want a string or a list of strings, found %s", lang.JSONTypeName(v))
 }
 
 func cloneHuman(h *HumanTask) *HumanTask {

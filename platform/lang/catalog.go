@@ -126,7 +126,7 @@ func (l *CatalogLock) Validate() error {
 			problems = append(problems, fmt.Sprintf("%s: side_effect is only for actions", at))
 		}
 		for name, raw := range map[string]json.RawMessage{"input_schema": e.InputSchema, "output_schema": e.OutputSchema} {
-			if _, err := decodeJSONSchema(raw); err != nil {
+			if _, err := DecodeJSONSchema(raw); err != nil {
 				problems = append(problems, fmt.Sprintf("%s: %s: %v", at, name, err))
 			}
 		}
@@ -140,7 +140,7 @@ func (l *CatalogLock) Validate() error {
 		if len(s.ID) > 128 || !definitionIDRE.MatchString(s.ID) {
 			problems = append(problems, fmt.Sprintf("schemas[%d]: invalid id %q", i, s.ID))
 		}
-		if _, err := decodeJSONSchema(s.Schema); err != nil || len(s.Schema) == 0 {
+		if _, err := DecodeJSONSchema(s.Schema); err != nil || len(s.Schema) == 0 {
 			problems = append(problems, fmt.Sprintf("schemas[%d]: schema must be a JSON Schema object or boolean", i))
 		}
 	}

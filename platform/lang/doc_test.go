@@ -1,8 +1,6 @@
 package lang
 
 import (
-	"bufio"
-	"bytes"
 	"os"
 	"regexp"
 	"sort"
@@ -10,45 +8,20 @@ import (
 	"testing"
 
 	"github.com/matryer/is"
+
+	"github.com/agentbridge/bridge/platform/platformtest"
 )
 
 const referencePath = "../../docs/workflow-language.md"
 
-// fence is one fenced code block of the reference.
-type fence struct {
-	info string
-	line int
-	body string
-}
-
-func readFences(t testing.TB) []fence {
+// readFences reads the code blocks of the reference.
+func readFences(t testing.TB) []platformtest.Fence {
 	t.Helper()
-	raw, err := os.ReadFile(referencePath)
+	fs, err := platformtest.Fences(referencePath)
 	if err != nil {
 		t.Fatalf("read reference: %v", err)
 	}
-	var out []fence
-	var cur *fence
-	var body strings.Builder
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		switch {
-		case cur == nil && strings.HasPrefix(line, "```"):
-			cur = &fence{info: strings.TrimSpace(strings.TrimPrefix(line, "```")), line: n}
-			body.Reset()
-		case cur != nil && line == "```":
-			cur.body = body.String()
-			out = append(out, *cur)
-			cur = nil
-		case cur != nil:
-			body.WriteString(line + "\n")
-		}
-	}
-	if cur != nil {
-		t.Fatalf("unterminated code fence at line %d", cur.line)
-	}
-	return out
+	return fs
 }
 
 // TestReferenceExamples compiles every yaml block of the language reference
@@ -59,10 +32,10 @@ func TestReferenceExamples(t *testing.T) {
 	fences := readFences(t)
 	var lock *CatalogLock
 	for _, f := range fences {
-		if f.info == "json catalog" {
-			l, err := ParseCatalogLock([]byte(f.body))
+		if f.Info == "json catalog" {
+			l, err := ParseCatalogLock([]byte(f.Body))
 			if err != nil {
-				t.Fatalf("catalog lock at line %d: %v", f.line, err)
+				t.Fatalf("catalog lock at line %d: %v", f.Line, err)
 			}
 			lock = l
 		}
@@ -74,7 +47,7 @@ func TestReferenceExamples(t *testing.T) {
 	steps := map[StepKind]bool{}
 	examples := 0
 	for _, f := range fences {
-		fields := strings.Fields(f.info)
+		fields := strings.Fields(f.Info)
 		if len(fields) == 0 || fields[0] != "yaml" {
 			continue
 		}
@@ -85,7 +58,7 @@ func TestReferenceExamples(t *testing.T) {
 				want = strings.Split(v, ",")
 			}
 		}
-		r := Compile([]byte(f.body), Options{Filename: "example", Catalog: lock})
+		r := Compile([]byte(f.Body), Options{Filename: "example", Catalog: lock})
 		got := map[string]bool{}
 		for _, d := range r.Diagnostics {
 			got[d.Code] = true
@@ -98,15 +71,15 @@ func TestReferenceExamples(t *testing.T) {
 		sort.Strings(want)
 		if strings.Join(gotCodes, ",") != strings.Join(want, ",") {
 			for _, d := range r.Diagnostics {
-				t.Logf("example at line %d: %s", f.line, d)
+				t.Logf("example at line %d: %s", f.Line, d)
 			}
-			t.Errorf("example at line %d: codes %v, want %v", f.line, gotCodes, want)
+			t.Errorf("example at line %d: codes %v, want %v", f.Line, gotCodes, want)
 			continue
 		}
 		if len(want) == 0 && !r.OK {
-			t.Errorf("example at line %d is not OK", f.line)
+			t.Errorf("example at line %d is not OK", f.Line)
 		}
-		file, _ := Parse([]byte(f.body), "example")
+		file, _ := Parse([]byte(f.Body), "example")
 		if file != nil {
 			kinds[file.Kind] = true
 			if file.Workflow != nil {

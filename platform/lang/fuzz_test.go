@@ -16,14 +16,14 @@ func FuzzCompile(f *testing.F) {
 	var lock *CatalogLock
 	for _, fc := range readFences(f) {
 		switch {
-		case fc.info == "json catalog":
-			l, err := ParseCatalogLock([]byte(fc.body))
+		case fc.Info == "json catalog":
+			l, err := ParseCatalogLock([]byte(fc.Body))
 			if err != nil {
 				f.Fatal(err)
 			}
 			lock = l
-		case strings.HasPrefix(fc.info, "yaml"):
-			f.Add([]byte(fc.body), true, false)
+		case strings.HasPrefix(fc.Info, "yaml"):
+			f.Add([]byte(fc.Body), true, false)
 		}
 	}
 	for _, seed := range []string{
@@ -131,8 +131,8 @@ func FuzzParseDuration(f *testing.F) {
 // canonical form parses back to itself and can be compiled against.
 func FuzzParseCatalogLock(f *testing.F) {
 	for _, fc := range readFences(f) {
-		if fc.info == "json catalog" {
-			f.Add([]byte(fc.body))
+		if fc.Info == "json catalog" {
+			f.Add([]byte(fc.Body))
 		}
 	}
 	f.Add([]byte(`{"definitions":[]}`))

@@ -17,8 +17,8 @@ import (
 func referenceLock(t *testing.T) *CatalogLock {
 	t.Helper()
 	for _, f := range readFences(t) {
-		if f.info == "json catalog" {
-			l, err := ParseCatalogLock([]byte(f.body))
+		if f.Info == "json catalog" {
+			l, err := ParseCatalogLock([]byte(f.Body))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -34,8 +34,8 @@ func referenceSources(t *testing.T) [][]byte {
 	t.Helper()
 	var out [][]byte
 	for _, f := range readFences(t) {
-		if strings.HasPrefix(f.info, "yaml") {
-			out = append(out, []byte(f.body))
+		if strings.HasPrefix(f.Info, "yaml") {
+			out = append(out, []byte(f.Body))
 		}
 	}
 	return out

@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 
 	"cel.dev/cel-go/common/types"
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 	"gopkg.in/yaml.v3"
@@ -75,7 +73,7 @@ func catalogSchemaURL(id string) string { return "catalog:schemas/" + id }
 
 // addCatalogSchema registers a shared schema of the catalog lock.
 func (ss *schemaSet) addCatalogSchema(id string, raw json.RawMessage) error {
-	doc, err := decodeJSONSchema(raw)
+	doc, err := DecodeJSONSchema(raw)
 	if err != nil {
 		return err
 	}
@@ -93,21 +91,6 @@ func (ss *schemaSet) addCatalogSchema(id string, raw json.RawMessage) error {
 	return nil
 }
 
-func decodeJSONSchema(raw json.RawMessage) (any, error) {
-	if len(raw) == 0 {
-		return nil, nil
-	}
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
-	if err != nil {
-		return nil, fmt.Errorf("decode schema: %w", err)
-	}
-	switch doc.(type) {
-	case map[string]any, bool:
-		return doc, nil
-	}
-	return nil, errors.New("a JSON Schema must be an object or a boolean")
-}
-
 func (ss *schemaSet) nextURL() string {
 	ss.n++
 	return "mem://lang/schema" + strconv.Itoa(ss.n) + ".json"
@@ -115,7 +98,7 @@ func (ss *schemaSet) nextURL() string {
 
 // fromJSON adds a schema that comes from the catalog lock (already JSON).
 func (ss *schemaSet) fromJSON(raw json.RawMessage, label string) (*schemaDoc, error) {
-	doc, err := decodeJSONSchema(raw)
+	doc, err := DecodeJSONSchema(raw)
 	if err != nil || doc == nil {
 		return nil, err
 	}
@@ -184,8 +167,8 @@ func (ss *schemaSet) reportSchemaError(err error, sd *schemaDoc) {
 			var order []string
 			msgs := map[string][]string{}
 			locs := map[string][]string{}
-			for _, leaf := range leaves(ve) {
-				p := pointer(leaf.InstanceLocation)
+			for _, leaf := range ValidationLeaves(ve) {
+				p := JSONPointer(leaf.InstanceLocation)
 				if _, ok := msgs[p]; !ok {
 					order = append(order, p)
 					locs[p] = leaf.InstanceLocation
@@ -202,41 +185,9 @@ func (ss *schemaSet) reportSchemaError(err error, sd *schemaDoc) {
 	ss.diags.errorf(CodeSchema, ss.src.rangeOf(sd.node.YAML), sd.node.Path, "invalid JSON Schema: %s", ss.cleanMessage(err.Error(), sd))
 }
 
-// message renders a validation error. The validator collects some lists
-// while ranging over maps; sorting them keeps messages deterministic.
+// message renders a validation error (ValidationMessage).
 func (ss *schemaSet) message(ve *jsonschema.ValidationError) string {
-	switch k := ve.ErrorKind.(type) {
-	case *kind.AdditionalProperties:
-		sort.Strings(k.Properties)
-	case *kind.Required:
-		sort.Strings(k.Missing)
-	case *kind.Dependency:
-		sort.Strings(k.Missing)
-	case *kind.DependentRequired:
-		sort.Strings(k.Missing)
-	}
-	return ve.ErrorKind.LocalizedString(ss.printer)
-}
-
-// leaves returns the innermost causes of a validation error, which carry the
-// specific messages.
-func leaves(ve *jsonschema.ValidationError) []*jsonschema.ValidationError {
-	if len(ve.Causes) == 0 {
-		return []*jsonschema.ValidationError{ve}
-	}
-	var out []*jsonschema.ValidationError
-	for _, c := range ve.Causes {
-		out = append(out, leaves(c)...)
-	}
-	return out
-}
-
-func pointer(segs []string) string {
-	p := ""
-	for _, s := range segs {
-		p = joinPath(p, s)
-	}
-	return p
+	return ValidationMessage(ss.printer, ve)
 }
 
 // nodeAt walks a YAML tree along JSON Pointer segments and returns the
@@ -426,7 +377,7 @@ func (ss *schemaSet) validateLiteral(v sview, value any) []literalProblem {
 		return nil
 	}
 	var out []literalProblem
-	for _, leaf := range leaves(ve) {
+	for _, leaf := range ValidationLeaves(ve) {
 		out = append(out, literalProblem{at: leaf.InstanceLocation, msg: ss.message(leaf)})
 	}
 	return out

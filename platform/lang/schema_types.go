@@ -1,7 +1,6 @@
 package lang
 
 import (
-	"encoding/json"
 	"sort"
 
 	"cel.dev/cel-go/common/types"
@@ -37,62 +36,14 @@ func (ss *schemaSet) celTypeDepth(v sview, label string, depth int) *types.Type 
 }
 
 func (ss *schemaSet) deriveType(r sview, m map[string]any, label string, depth int) *types.Type {
-	var typeNames []string
-	switch t := m["type"].(type) {
-	case string:
-		typeNames = []string{t}
-	case []any:
-		for _, x := range t {
-			if s, ok := x.(string); ok {
-				typeNames = append(typeNames, s)
-			}
-		}
-	}
-	if typeNames == nil {
-		// Infer from const/enum when every value has the same JSON type.
-		var vals []any
-		if c, ok := m["const"]; ok {
-			vals = []any{c}
-		} else if e, ok := m["enum"].([]any); ok {
-			vals = e
-		}
-		seen := map[string]bool{}
-		for _, x := range vals {
-			seen[jsonTypeName(x)] = true
-		}
-		if len(seen) == 1 {
-			for k := range seen {
-				typeNames = []string{k}
-			}
-		}
-		if typeNames == nil {
-			if _, ok := m["properties"]; ok {
-				typeNames = []string{"object"}
-			} else if all, ok := m["allOf"].([]any); ok && len(all) == 1 {
-				return ss.celTypeDepth(sview{doc: r.doc, ptr: r.ptr + "/allOf/0", v: all[0]}, label, depth+1)
-			}
-		}
-	}
-	nullable := false
-	var nonNull []string
-	for _, t := range typeNames {
-		if t == "null" {
-			nullable = true
-		} else {
-			nonNull = append(nonNull, t)
-		}
-	}
-	if len(nonNull) == 2 && contains(nonNull, "integer") && contains(nonNull, "number") {
-		nonNull = []string{"number"}
-	}
-	if len(nonNull) != 1 {
-		if nullable && len(nonNull) == 0 {
-			return types.NullType
-		}
-		return types.DynType
+	name, nullable, viaAllOf := SchemaType(m)
+	if viaAllOf {
+		return ss.celTypeDepth(sview{doc: r.doc, ptr: r.ptr + "/allOf/0", v: m["allOf"].([]any)[0]}, label, depth+1)
 	}
 	var t *types.Type
-	switch nonNull[0] {
+	switch name {
+	case "null":
+		return types.NullType
 	case "string":
 		t = types.StringType
 	case "integer":
@@ -131,12 +82,10 @@ func (ss *schemaSet) objectType(r sview, m map[string]any, label string, depth i
 		}
 		return types.NewMapType(types.StringType, types.DynType)
 	}
-	for k := range props {
-		if !identRE.MatchString(k) || contains(celReserved, k) {
-			// Such members cannot be selected with "."; a map keeps them
-			// reachable as x["first-name"].
-			return types.NewMapType(types.StringType, types.DynType)
-		}
+	if !CELFieldNames(props) {
+		// Such members cannot be selected with "."; a map keeps them
+		// reachable as x["first-name"].
+		return types.NewMapType(types.StringType, types.DynType)
 	}
 	fields := make(map[string]*types.Type, len(props))
 	names := make([]string, 0, len(props))
@@ -152,32 +101,4 @@ func (ss *schemaSet) objectType(r sview, m map[string]any, label string, depth i
 		req[k] = true
 	}
 	return ss.reg.defineStruct(label, fields, req)
-}
-
-func jsonTypeName(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case string:
-		return "string"
-	case int64, int:
-		return "integer"
-	case float64:
-		if x == float64(int64(x)) {
-			return "integer"
-		}
-		return "number"
-	case json.Number:
-		if _, err := x.Int64(); err == nil {
-			return "integer"
-		}
-		return "number"
-	case []any:
-		return "array"
-	case map[string]any:
-		return "object"
-	}
-	return "unknown"
 }

@@ -164,16 +164,16 @@ func (c *compiler) checkLiteral(n *yaml.Node, path string, spec valueSpec, val a
 				segs = nil
 			}
 			at := nodeAt(n, segs)
-			c.diags.errorf(CodeSecretLiteral, c.src.rangeOf(at), path+pointer(segs),
+			c.diags.errorf(CodeSecretLiteral, c.src.rangeOf(at), path+JSONPointer(segs),
 				"%s is a secret or write-only field: its value must come from an expression (such as =input.%s), never from a literal in the source", spec.what+dotted(segs), lastSeg(spec.what, segs))
 		}
 		return
 	}
 	problems := c.ss.validateLiteral(spec.schema, val)
-	sort.SliceStable(problems, func(i, j int) bool { return pointer(problems[i].at) < pointer(problems[j].at) })
+	sort.SliceStable(problems, func(i, j int) bool { return JSONPointer(problems[i].at) < JSONPointer(problems[j].at) })
 	for _, p := range problems {
 		at := nodeAt(n, p.at)
-		c.diags.errorf(CodeSchemaMismatch, c.src.rangeOf(at), path+pointer(p.at), "%s: %s", spec.what+dotted(p.at), p.msg)
+		c.diags.errorf(CodeSchemaMismatch, c.src.rangeOf(at), path+JSONPointer(p.at), "%s: %s", spec.what+dotted(p.at), p.msg)
 	}
 }
 

@@ -98,7 +98,7 @@ func (c *compiler) compileWorkflow(w *Workflow) map[string]any {
 				entry["default"] = def
 				for _, p := range c.ss.validateLiteral(doc.root(), def) {
 					n := nodeAt(v.Schema.YAML, append([]string{"default"}, p.at...))
-					c.diags.errorf(CodeSchemaMismatch, c.src.rangeOf(n), v.Schema.Path+"/default"+pointer(p.at), "default of variable %s: %s", v.Name, p.msg)
+					c.diags.errorf(CodeSchemaMismatch, c.src.rangeOf(n), v.Schema.Path+"/default"+JSONPointer(p.at), "default of variable %s: %s", v.Name, p.msg)
 				}
 			}
 		}

@@ -24,6 +24,7 @@ type Config struct {
 	API      APIConfig
 	Audit    AuditConfig
 	Files    FilesConfig
+	Runs     RunsConfig
 }
 
 // IdentityConfig is platform.identity: the built-in identity provider, the
@@ -138,6 +139,7 @@ func DefaultConfig() Config {
 		API:   APIConfig{MaxBodyBytes: 1 << 20, IdempotencyRetention: config.Duration(api.DefaultIdempotencyRetention)},
 		Audit: AuditConfig{Retention: config.Duration(30 * 24 * time.Hour)},
 		Files: defaultFilesConfig(),
+		Runs:  defaultRunsConfig(),
 	}
 }
 
@@ -147,7 +149,7 @@ func LoadConfig(f *config.File) (Config, error) {
 	for _, sec := range []struct {
 		name string
 		out  any
-	}{{"platform.identity", &c.Identity}, {"platform.docs", &c.Docs}, {"platform.api", &c.API}, {"platform.audit", &c.Audit}, {"platform.files", &c.Files}} {
+	}{{"platform.identity", &c.Identity}, {"platform.docs", &c.Docs}, {"platform.api", &c.API}, {"platform.audit", &c.Audit}, {"platform.files", &c.Files}, {"platform.runs", &c.Runs}} {
 		if err := f.Decode(sec.name, sec.out); err != nil {
 			return c, err
 		}

@@ -228,6 +228,7 @@ func New(ctx context.Context, d daemon.Deps, o Options) (*Service, error) {
 	}
 	s.engine.SetAdmission(s.compat.Admit)
 	s.engine.AddPhase("rescan compatibility", s.compat.Rescan)
+	s.engine.AddPhase("archive and purge runs", s.engine.Retention(cfg.Runs.retention()))
 	return s, nil
 }
 

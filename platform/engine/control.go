@@ -90,6 +90,9 @@ func (s *Service) replay(c *api.Call) error {
 	if err != nil {
 		return err
 	}
+	if err := refuseArchived(c.Context(), q, r.ID); err != nil {
+		return err
+	}
 	var history []kernel.Event
 	for after := int64(0); ; {
 		rows, err := s.listEvents(c.Context(), q, r.ID, after, 1000)

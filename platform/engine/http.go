@@ -73,6 +73,7 @@ func (s *Service) Register(a *api.API, r *httprouter.Router) {
 	s.registerLists(add)
 	s.registerWorkers(add)
 	s.registerHumans(add)
+	s.registerArchive(add)
 }
 
 // runPath is the canonical path of a run.
@@ -304,6 +305,9 @@ func (s *Service) history(c *api.Call) error {
 	if errors.Is(err, errNotFound) {
 		return api.NotFound("run")
 	} else if err != nil {
+		return err
+	}
+	if err := refuseArchived(ctx, r, id); err != nil {
 		return err
 	}
 	p, err := s.program(ctx, r, run.Project, run.PublishedVersionID)

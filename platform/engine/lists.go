@@ -35,6 +35,7 @@ type RunSummary struct {
 	Status         string     `json:"status" doc:"running, waiting, suspended, succeeded, failed, cancelled or timed_out"`
 	Paused         bool       `json:"paused"`
 	Test           bool       `json:"test"`
+	Archived       bool       `json:"archived,omitempty" doc:"the run is archived (listed only with include_archived=true)"`
 	ParentRunID    *string    `json:"parent_run_id" format:"uuid" doc:"the retried run"`
 	CallerRunID    *string    `json:"caller_run_id" format:"uuid" doc:"the run whose workflow step started this one"`
 	CorrelationKey *string    `json:"correlation_key"`
@@ -83,7 +84,7 @@ func (s *Service) registerLists(add func(api.Route)) {
 	}
 	add(api.Route{Method: "GET", Path: base, Capability: auth.CapRunRead, Page: true, Handler: s.listRuns,
 		OperationID: "listRuns", Tag: tagRuns, Summary: "List the runs of the environment (run_summaries.list)",
-		Description: "Run summaries, newest first (created_at, then id, descending). Test runs are left out unless include_test=true. " +
+		Description: "Run summaries, newest first (created_at, then id, descending). Test runs are left out unless include_test=true, archived runs unless include_archived=true. " +
 			"A contradictory filter (created_after not before created_before, or a range over 400 days) answers 422 PF-FILTER; " +
 			"an invalid value 422 PF-VALIDATION naming the parameter. The cursor is bound to every filter and the order.",
 		Query: []api.Param{
@@ -96,7 +97,7 @@ func (s *Service) registerLists(add func(api.Route)) {
 			{Name: "created_after", Description: "RFC 3339 time with offset; runs created strictly after it"},
 			{Name: "created_before", Description: "RFC 3339 time with offset; runs created strictly before it"},
 			{Name: "include_test", Type: "boolean", Description: "include test runs (default false)"},
-			{Name: "include_archived", Type: "boolean", Description: "include archived runs (default false; runs are not archived yet, so it changes nothing)"},
+			{Name: "include_archived", Type: "boolean", Description: "include archived runs (default false; POST E/runs/{run}/archive)"},
 		},
 		Response: api.Page[RunSummary]{}})
 	add(api.Route{Method: "GET", Path: base + "/{run}/steps", Capability: auth.CapRunRead, Handler: s.runSteps,

@@ -115,9 +115,12 @@ func (s *Service) listRuns(c *api.Call) error {
 	if !includeTest {
 		add("r.test = 0")
 	}
+	if !includeArchived {
+		add("r.archived_at IS NULL")
+	}
 	items := []RunSummary{}
 	err = eachRow(ctx, rd, "list runs", `SELECT r.id, r.activation_id, v.definition_id, v.version, r.status, r.paused, r.test,
-		r.parent_run_id, r.caller_run_id, r.correlation_key, r.business_key, r.created_at, r.updated_at
+		r.parent_run_id, r.caller_run_id, r.correlation_key, r.business_key, r.created_at, r.updated_at, r.archived_at IS NOT NULL
 		FROM platform_runs r JOIN platform_activations a ON a.id = r.activation_id
 		JOIN platform_definition_versions v ON v.id = COALESCE(r.published_version_id, a.published_version_id)
 		WHERE `+strings.Join(where, " AND ")+` ORDER BY r.created_at DESC, r.id DESC LIMIT ?`, append(args, q.Fetch()),
@@ -128,7 +131,7 @@ func (s *Service) listRuns(c *api.Call) error {
 			var parent, caller, corr, biz sql.NullString
 			var created, updated int64
 			if err := rows.Scan(&r.ID, &r.ActivationID, &wf, &version, &r.Status, &r.Paused, &r.Test, &parent, &caller, &corr, &biz,
-				&created, &updated); err != nil {
+				&created, &updated, &r.Archived); err != nil {
 				return err
 			}
 			r.Workflow = fmt.Sprintf("%s@%d", wf, version)
@@ -225,6 +228,9 @@ func (s *Service) runSteps(c *api.Call) error {
 	ctx, rd := c.Context(), s.db.Reader()
 	r, _, err := s.read(c, rd)
 	if err != nil {
+		return err
+	}
+	if err := refuseArchived(ctx, rd, r.ID); err != nil {
 		return err
 	}
 	kinds, err := nodeKinds(ctx, rd, r.PublishedVersionID)
@@ -336,6 +342,9 @@ func (s *Service) runLogs(c *api.Call) error {
 		}
 	}
 	if err := s.requireRun(c, id); err != nil {
+		return err
+	}
+	if err := refuseArchived(c.Context(), s.db.Reader(), id); err != nil {
 		return err
 	}
 	where := "run_id = ? AND id > ?"

@@ -54,6 +54,7 @@ const DefaultIdempotencyRetention = 24 * time.Hour
 // concurrent use once the routes are registered.
 type API struct {
 	opts      Options
+	idem      *httpx.Idempotency
 	log       *slog.Logger
 	mu        sync.Mutex
 	routes    []*Route
@@ -74,7 +75,11 @@ func New(o Options) *API {
 	if o.IdempotencyRetention <= 0 {
 		o.IdempotencyRetention = DefaultIdempotencyRetention
 	}
-	return &API{opts: o, log: o.Logger}
+	a := &API{opts: o, log: o.Logger}
+	a.idem = httpx.NewIdempotency(idempotencyTable,
+		func() time.Duration { return a.opts.IdempotencyRetention },
+		func() time.Time { return a.opts.Now() })
+	return a
 }
 
 // Handle registers rt on r at its canonical and compatibility paths, and for

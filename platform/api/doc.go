@@ -1,6 +1,11 @@
-// Package api is the platform's HTTP toolkit: the shared rules of docs/platform-api.md
-// ("Common envelopes", "Authentication", "Errors", "Limits", "Versioning",
-// "Generic rules"), built once for every platform route.
+// Package api is the platform's layer over the daemon's HTTP toolkit
+// (httpx): the shared rules of docs/platform-api.md ("Common envelopes",
+// "Authentication", "Errors", "Limits", "Versioning", "Generic rules"),
+// built once for every platform route. What is the platform's own lives
+// here: access checks (Caller, Authenticator, Auditor), the PF- error table
+// and problem+json encoder (errors.go), pages and If-Match; the OpenAPI
+// generator, the idempotency store, strict decoding and cursors are the
+// toolkit's, shared with the other surfaces.
 //
 // A route is declared as data and registered with API.Handle:
 //

@@ -110,6 +110,28 @@ func Conflict(code, format string, args ...any) *Error {
 	return &Error{Status: http.StatusConflict, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
+// errorTable is the platform's one table from domain codes to statuses and
+// PF- codes (docs/platform-api.md, "Errors"): what a coded error of the
+// toolkit (*httpx.Error, httpx.Coded) or a refused body answers. An *Error
+// names its status and code itself.
+var errorTable = httpx.ErrorTable{
+	Codes: map[string]httpx.Mapping{
+		httpx.EINVALID:      {Status: http.StatusUnprocessableEntity, Code: CodeValidation},
+		httpx.EBADREQUEST:   {Status: http.StatusUnprocessableEntity, Code: CodeValidation},
+		httpx.EMEDIATYPE:    {Status: http.StatusUnprocessableEntity, Code: CodeValidation},
+		httpx.ETOOLARGE:     {Status: http.StatusRequestEntityTooLarge, Code: CodeRequestTooLarge},
+		httpx.ENOTFOUND:     {Status: http.StatusNotFound, Code: CodeNotFound},
+		httpx.ECONFLICT:     {Status: http.StatusConflict, Code: CodeConflict},
+		httpx.EUNAUTHORIZED: {Status: http.StatusUnauthorized, Code: CodeUnauthenticated},
+		httpx.EFORBIDDEN:    {Status: http.StatusForbidden, Code: CodeForbidden},
+		httpx.EUNAVAILABLE:  {Status: http.StatusServiceUnavailable, Code: CodeUnavailable},
+	},
+	Fallback: httpx.Mapping{Status: http.StatusInternalServerError, Code: CodeInternal},
+}
+
+// internalMessage is all a client learns of a 500.
+const internalMessage = "internal error; quote the request id when reporting it"
+
 // asError maps any error to the Error written to the client. Unknown errors
 // become a bare 500 whose cause is only logged.
 func asError(err error) *Error {
@@ -119,20 +141,35 @@ func asError(err error) *Error {
 	}
 	var be *httpx.BodyError
 	if errors.As(err, &be) {
-		if be.Status == http.StatusRequestEntityTooLarge {
-			return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeRequestTooLarge, Message: be.Msg}
+		m := errorTable.Map(err)
+		if m.Status == http.StatusRequestEntityTooLarge {
+			return &Error{Status: m.Status, Code: m.Code, Message: be.Msg}
 		}
 		d := Diagnostic{Code: be.Kind, Message: be.Msg}
 		if be.Field != "" {
 			d.Path = "/" + be.Field
 		}
-		return &Error{Status: http.StatusUnprocessableEntity, Code: CodeValidation, Message: "the request body does not match the contract", Diagnostics: []Diagnostic{d}}
+		return &Error{Status: m.Status, Code: m.Code, Message: "the request body does not match the contract", Diagnostics: []Diagnostic{d}}
 	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeRequestTooLarge, Message: fmt.Sprintf("request body exceeds %d bytes", mbe.Limit)}
+		m := errorTable.Lookup(httpx.ETOOLARGE)
+		return &Error{Status: m.Status, Code: m.Code, Message: fmt.Sprintf("request body exceeds %d bytes", mbe.Limit)}
 	}
-	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error; quote the request id when reporting it", Err: err}
+	var he *httpx.Error
+	var c httpx.Coded
+	if errors.As(err, &he) || errors.As(err, &c) {
+		m := errorTable.Map(err)
+		if m.Status == http.StatusInternalServerError {
+			return &Error{Status: m.Status, Code: m.Code, Message: internalMessage, Err: err}
+		}
+		msg := err.Error()
+		if he != nil {
+			msg = he.Message
+		}
+		return &Error{Status: m.Status, Code: m.Code, Message: msg, Err: err}
+	}
+	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: internalMessage, Err: err}
 }
 
 // WriteError writes err as a problem+json body carrying the request id. A

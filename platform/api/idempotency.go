@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -10,32 +9,28 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agentbridge/bridge/store"
+	"github.com/agentbridge/bridge/httpx"
 )
 
-// MaxIdempotencyKeyLen is the longest Idempotency-Key accepted (docs/platform-api.md,
-// "Limits").
-const MaxIdempotencyKeyLen = 200
+// MaxIdempotencyKeyLen is the longest Idempotency-Key accepted
+// (docs/platform-api.md, "Limits").
+const MaxIdempotencyKeyLen = httpx.MaxIdempotencyKeyLen
+
+// idempotencyTable is where the platform keeps its records (the
+// platform_idempotency table of the 0001_boot migration); the store is the
+// toolkit's one (httpx.Idempotency).
+var idempotencyTable = httpx.IdempotencyTable{
+	Name: "platform_idempotency", Owner: "principal_id", Scope: "scope", Key: "key",
+	Hash: "request_hash", Status: "status", Body: "body", Headers: "headers", Created: "created_at",
+}
 
 // parseIdempotencyKey validates the Idempotency-Key header values: at most
 // one header of 1 to 200 printable ASCII characters. It returns "" when
 // none was sent.
 func parseIdempotencyKey(values []string) (string, error) {
-	switch len(values) {
-	case 0:
-		return "", nil
-	case 1:
-	default:
-		return "", InvalidParameter(CodeIdempotency, HeaderIdempotencyKey, "send exactly one %s header", HeaderIdempotencyKey)
-	}
-	k := values[0]
-	if len(k) == 0 || len(k) > MaxIdempotencyKeyLen {
-		return "", InvalidParameter(CodeIdempotency, HeaderIdempotencyKey, "the %s header must have 1 to %d characters", HeaderIdempotencyKey, MaxIdempotencyKeyLen)
-	}
-	for i := 0; i < len(k); i++ {
-		if k[i] < 0x20 || k[i] > 0x7e {
-			return "", InvalidParameter(CodeIdempotency, HeaderIdempotencyKey, "the %s header must be printable ASCII", HeaderIdempotencyKey)
-		}
+	k, err := httpx.ParseIdempotencyKey(values, MaxIdempotencyKeyLen)
+	if err != nil {
+		return "", InvalidParameter(CodeIdempotency, HeaderIdempotencyKey, "%s", err.(*httpx.Error).Message)
 	}
 	return k, nil
 }
@@ -43,14 +38,6 @@ func parseIdempotencyKey(values []string) (string, error) {
 // WriteFunc performs a change inside the shared transaction and returns
 // what to answer. It must not keep tx.
 type WriteFunc func(tx *sql.Tx) (*Result, error)
-
-// idemRecord is a committed result stored under an idempotency key.
-type idemRecord struct {
-	hash    []byte
-	status  int
-	body    []byte
-	headers map[string]string
-}
 
 // Commit performs a change and answers its Result.
 //
@@ -98,15 +85,15 @@ func (c *Call) Commit(write WriteFunc, after func()) error {
 
 	// A record older than the retention is expired even while it waits for
 	// the hourly prune: the change runs again and replaces it.
-	cutoff := c.api.opts.Now().Add(-c.api.opts.IdempotencyRetention).UnixMilli()
-	if rec, err := lookupIdempotency(ctx, c.api.opts.DB.Reader(), principal, scope, c.idemKey, cutoff); err != nil {
+	idem := c.api.idem
+	if rec, err := idem.Lookup(ctx, db.Reader(), principal, scope, c.idemKey); err != nil {
 		return err
 	} else if rec != nil {
 		return c.replay(rec, hash)
 	}
-	var stored, found *idemRecord
+	var stored, found *httpx.IdemRecord
 	err = db.WriteThen(ctx, func(tx *sql.Tx) error {
-		rec, err := lookupIdempotency(ctx, tx, principal, scope, c.idemKey, cutoff)
+		rec, err := idem.Lookup(ctx, tx, principal, scope, c.idemKey)
 		if err != nil || rec != nil {
 			found = rec
 			return err
@@ -119,16 +106,9 @@ func (c *Call) Commit(write WriteFunc, after func()) error {
 		if err != nil {
 			return fmt.Errorf("api: encode result: %w", err)
 		}
-		rec = &idemRecord{hash: hash, status: res.status(c.route), body: data, headers: res.headers()}
-		hdr, _ := json.Marshal(rec.headers)
-		// The body is stored packed (store.Pack); ON CONFLICT replaces an
-		// expired record under the same key.
-		if _, err := tx.ExecContext(ctx, `INSERT INTO platform_idempotency(principal_id, scope, key, request_hash, status, body, headers, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (principal_id, scope, key) DO UPDATE SET request_hash = excluded.request_hash, status = excluded.status,
-				body = excluded.body, headers = excluded.headers, created_at = excluded.created_at`,
-			principal, scope, c.idemKey, hash, rec.status, store.Pack(data), string(hdr), c.api.opts.Now().UnixMilli()); err != nil {
-			return fmt.Errorf("api: store idempotency record: %w", err)
+		rec = &httpx.IdemRecord{Hash: hash, Status: res.status(c.route), Body: data, Headers: res.headers()}
+		if err := idem.Save(ctx, tx, principal, scope, c.idemKey, *rec); err != nil {
+			return fmt.Errorf("api: %w", err)
 		}
 		stored = rec
 		return nil
@@ -143,54 +123,28 @@ func (c *Call) Commit(write WriteFunc, after func()) error {
 	if found != nil {
 		return c.replay(found, hash)
 	}
-	c.writeRaw(stored.status, stored.body, stored.headers)
+	c.writeRaw(stored.Status, stored.Body, stored.Headers)
 	return nil
 }
 
-func (c *Call) replay(rec *idemRecord, hash []byte) error {
-	if !bytes.Equal(rec.hash, hash) {
+func (c *Call) replay(rec *httpx.IdemRecord, hash []byte) error {
+	if !rec.Matches(hash) {
 		return Conflict(CodeIdempotencyConflict, "the %s was already used for a request with a different body", HeaderIdempotencyKey)
 	}
 	h := map[string]string{HeaderReplayed: "true"}
-	for k, v := range rec.headers {
+	for k, v := range rec.Headers {
 		h[k] = v
 	}
-	c.writeRaw(rec.status, rec.body, h)
+	c.writeRaw(rec.Status, rec.Body, h)
 	return nil
-}
-
-// lookupIdempotency reads the record under key committed at or after
-// cutoff (Unix milliseconds), or nil.
-func lookupIdempotency(ctx context.Context, q store.Querier, principal, scope, key string, cutoff int64) (*idemRecord, error) {
-	var rec idemRecord
-	var hdr string
-	var body []byte
-	err := q.QueryRowContext(ctx, `SELECT request_hash, status, body, headers FROM platform_idempotency
-		WHERE principal_id = ? AND scope = ? AND key = ? AND created_at >= ?`, principal, scope, key, cutoff).Scan(&rec.hash, &rec.status, &body, &hdr)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("api: read idempotency record: %w", err)
-	}
-	if rec.body, err = store.Unpack(body); err != nil {
-		return nil, fmt.Errorf("api: read idempotency record: %w", err)
-	}
-	if err := json.Unmarshal([]byte(hdr), &rec.headers); err != nil {
-		return nil, fmt.Errorf("api: read idempotency record: %w", err)
-	}
-	if rec.status < 200 || rec.status > 299 {
-		return nil, fmt.Errorf("api: idempotency record with status %d", rec.status)
-	}
-	return &rec, nil
 }
 
 // PruneIdempotency deletes idempotency records committed before cutoff and
 // reports how many it removed. A retry after that re-executes the change.
 func PruneIdempotency(ctx context.Context, tx *sql.Tx, cutoff time.Time) (int64, error) {
-	res, err := tx.ExecContext(ctx, `DELETE FROM platform_idempotency WHERE created_at < ?`, cutoff.UnixMilli())
+	n, err := httpx.NewIdempotency(idempotencyTable, nil, nil).PruneTx(ctx, tx, cutoff, 0)
 	if err != nil {
-		return 0, fmt.Errorf("api: prune idempotency records: %w", err)
+		return 0, fmt.Errorf("api: %w", err)
 	}
-	return res.RowsAffected()
+	return n, nil
 }

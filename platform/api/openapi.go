@@ -2,17 +2,13 @@ package api
 
 import (
 	"net/http"
-	"sort"
-	"strconv"
 	"strings"
+
+	"github.com/agentbridge/bridge/httpx"
 )
 
 // Info heads the OpenAPI document.
-type Info struct {
-	Title       string
-	Version     string
-	Description string
-}
+type Info = httpx.Info
 
 // Describe documents a route served outside the toolkit (the daemon's
 // health probes) so the OpenAPI document lists every platform route.
@@ -39,46 +35,33 @@ func (a *API) DescribedRoutes() []Route {
 var errorStatuses = []int{401, 403, 404, 409, 412, 413, 422, 500}
 
 // OpenAPI builds the OpenAPI 3.1 document of every registered and described
-// route: canonical paths, their compatibility twins (marked deprecated) and
-// HEAD for every GET.
+// route with the shared generator (httpx.OpenAPI): canonical paths, their
+// compatibility twins (marked deprecated) and HEAD for every GET.
 func (a *API) OpenAPI(info Info) map[string]any {
-	s := newSchemaSet()
-	problem := s.of(Problem{})
-	paths := map[string]any{}
+	g := httpx.NewOpenAPI(httpx.SchemaStyle{})
+	problem := g.Schema(Problem{})
 	all := append(a.Routes(), a.DescribedRoutes()...)
 	for i := range all {
 		rt := &all[i]
 		for pi, p := range rt.paths() {
 			compat := pi > 0
-			item, _ := paths[p].(map[string]any)
-			if item == nil {
-				item = map[string]any{}
-				paths[p] = item
-			}
-			item[strings.ToLower(rt.Method)] = operation(s, rt, problem, compat, false)
+			g.Add(operation(rt, p, problem, compat, false))
 			if rt.Method == http.MethodGet {
-				item["head"] = operation(s, rt, problem, compat, true)
+				g.Add(operation(rt, p, problem, compat, true))
 			}
 		}
 	}
-	return map[string]any{
-		"openapi": "3.1.0",
-		"info": map[string]any{
-			"title": info.Title, "version": info.Version, "description": info.Description,
+	return g.Build(httpx.Document{
+		Info:              info,
+		Servers:           []string{"/"},
+		JSONSchemaDialect: "https://spec.openapis.org/oas/3.1/dialect/base",
+		SecuritySchemes: map[string]any{
+			"bearer": map[string]any{"type": "http", "scheme": "bearer", "bearerFormat": "JWT",
+				"description": "An access token (JWT, RS256 by default) of a configured identity provider, linked to an enabled principal."},
+			"owner": map[string]any{"type": "http", "scheme": "bearer",
+				"description": "The daemon owner token (owner.token in the data directory); accepted by the /admin routes only, as the built-in system principal."},
 		},
-		"jsonSchemaDialect": "https://spec.openapis.org/oas/3.1/dialect/base",
-		"servers":           []any{map[string]any{"url": "/"}},
-		"paths":             paths,
-		"components": map[string]any{
-			"schemas": s.components,
-			"securitySchemes": map[string]any{
-				"bearer": map[string]any{"type": "http", "scheme": "bearer", "bearerFormat": "JWT",
-					"description": "An access token (JWT, RS256 by default) of a configured identity provider, linked to an enabled principal."},
-				"owner": map[string]any{"type": "http", "scheme": "bearer",
-					"description": "The daemon owner token (owner.token in the data directory); accepted by the /admin routes only, as the built-in system principal."},
-			},
-		},
-	}
+	})
 }
 
 // Problem documents the application/problem+json body that WriteError
@@ -92,51 +75,51 @@ type Problem struct {
 	Result      any          `json:"result,omitempty"`
 }
 
-func operation(s *schemaSet, rt *Route, problem map[string]any, compat, head bool) map[string]any {
+var stringSchema = map[string]any{"type": "string"}
+
+// operation documents rt served at path (its canonical path, or its
+// compatibility twin), or the HEAD of it.
+func operation(rt *Route, path string, problem map[string]any, compat, head bool) httpx.Operation {
 	id := rt.OperationID
 	if id == "" {
 		id = strings.ToLower(rt.Method) + strings.NewReplacer("/", "_", "{", "", "}", "").Replace(rt.Path)
 	}
+	op := httpx.Operation{Method: rt.Method, Path: path, Summary: rt.Summary, Deprecated: compat}
 	if head {
 		id += "Head"
+		op.Method = http.MethodHead
+		op.Summary = "Headers of: " + rt.Summary
 	}
 	if compat {
 		id += "Compat"
 	}
-	op := map[string]any{"operationId": id, "summary": rt.Summary}
-	if head {
-		op["summary"] = "Headers of: " + rt.Summary
-	}
+	op.ID = id
 	desc := rt.Description
 	if rt.Capability != "" {
 		desc = strings.TrimSpace("Needs `" + string(rt.Capability) + "` in the scope of the path. " + desc)
-		op["x-capability"] = string(rt.Capability)
+		op.Extensions = map[string]any{"x-capability": string(rt.Capability)}
 	}
 	if compat {
 		desc = strings.TrimSpace("Compatibility route of `" + rt.CanonicalPath() + "`: same handler, no redirect. " + desc)
-		op["deprecated"] = true
 	}
-	if desc != "" {
-		op["description"] = desc
-	}
+	op.Description = desc
 	if rt.Tag != "" {
-		op["tags"] = []any{rt.Tag}
+		op.Tags = []string{rt.Tag}
 	}
 	switch rt.Access {
 	case AccessPublic:
-		op["security"] = []any{}
+		op.Security = []string{}
 	case AccessOwnerOrToken:
-		op["security"] = []any{map[string]any{"bearer": []any{}}, map[string]any{"owner": []any{}}}
+		op.SecurityAny = []string{"bearer", "owner"}
 	default:
-		op["security"] = []any{map[string]any{"bearer": []any{}}}
+		op.Security = []string{"bearer"}
 	}
-	var params []any
 	for _, name := range pathParams(rt.Path) {
 		sch := map[string]any{"type": "string"}
 		if name != "adapter" && name != "collection" {
 			sch["format"] = "uuid"
 		}
-		params = append(params, map[string]any{"name": name, "in": "path", "required": true, "schema": sch})
+		op.Params = append(op.Params, httpx.Param{Name: name, In: "path", Schema: sch})
 	}
 	queries := rt.Query
 	if rt.Page {
@@ -150,36 +133,32 @@ func operation(s *schemaSet, rt *Route, problem map[string]any, compat, head boo
 		if typ == "" {
 			typ = "string"
 		}
-		params = append(params, map[string]any{"name": q.Name, "in": "query", "description": q.Description, "schema": map[string]any{"type": typ}})
+		op.Params = append(op.Params, httpx.Param{Name: q.Name, In: "query", Description: q.Description, Schema: map[string]any{"type": typ}})
 	}
 	if rt.Idempotency != PolicyNone {
-		params = append(params, map[string]any{"name": HeaderIdempotencyKey, "in": "header", "required": rt.Idempotency == PolicyRequired,
-			"description": "1 to 200 characters; the same key and body return the committed result",
-			"schema":      map[string]any{"type": "string", "minLength": 1, "maxLength": MaxIdempotencyKeyLen}})
+		op.Params = append(op.Params, httpx.Param{Name: HeaderIdempotencyKey, In: "header", Required: rt.Idempotency == PolicyRequired,
+			Description: "1 to 200 characters; the same key and body return the committed result",
+			Schema:      map[string]any{"type": "string", "minLength": 1, "maxLength": MaxIdempotencyKeyLen}})
 	}
 	if rt.IfMatch != PolicyNone {
-		params = append(params, map[string]any{"name": "If-Match", "in": "header", "required": rt.IfMatch == PolicyRequired,
-			"description": "the current revision, quoted (\"2\") or bare (2)",
-			"schema":      map[string]any{"type": "string"}})
+		op.Params = append(op.Params, httpx.Param{Name: "If-Match", In: "header", Required: rt.IfMatch == PolicyRequired,
+			Description: "the current revision, quoted (\"2\") or bare (2)", Schema: stringSchema})
 	}
-	if len(params) > 0 {
-		op["parameters"] = params
+	if !head {
+		op.Request = rt.Request
 	}
-	if rt.Request != nil && !head {
-		op["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": s.of(rt.Request)}}}
-	}
-	headers := map[string]any{
-		HeaderRequestID:   map[string]any{"description": "server-generated request id", "schema": map[string]any{"type": "string"}},
-		HeaderWireVersion: map[string]any{"description": "always " + WireVersion, "schema": map[string]any{"type": "string"}},
+	headers := map[string]httpx.Header{
+		HeaderRequestID:   {Description: "server-generated request id", Schema: stringSchema},
+		HeaderWireVersion: {Description: "always " + WireVersion, Schema: stringSchema},
 	}
 	if rt.ETag {
-		headers["ETag"] = map[string]any{"description": "the revision, quoted", "schema": map[string]any{"type": "string"}}
+		headers["ETag"] = httpx.Header{Description: "the revision, quoted", Schema: stringSchema}
 	}
-	ok := map[string]any{"description": "success", "headers": headers}
+	ok := httpx.Response{Status: httpx.Status(rt.successStatus()), Description: "success", Headers: headers}
 	if rt.Response != nil && !head {
-		ok["content"] = map[string]any{"application/json": map[string]any{"schema": s.of(rt.Response)}}
+		ok.Media, ok.Schema = "application/json", rt.Response
 	}
-	responses := map[string]any{strconv.Itoa(rt.successStatus()): ok}
+	op.Responses = []httpx.Response{ok}
 	statuses := errorStatuses
 	if rt.Access == AccessPublic {
 		statuses = []int{404, 500}
@@ -188,27 +167,15 @@ func operation(s *schemaSet, rt *Route, problem map[string]any, compat, head boo
 		statuses = []int{503}
 	}
 	for _, st := range statuses {
-		body := map[string]any{"description": http.StatusText(st), "headers": headers}
+		resp := httpx.Response{Status: httpx.Status(st), Description: http.StatusText(st), Headers: headers}
 		if !head {
-			body["content"] = map[string]any{"application/problem+json": map[string]any{"schema": problem}}
+			resp.Media, resp.Schema = "application/problem+json", problem
 		}
-		responses[strconv.Itoa(st)] = body
+		op.Responses = append(op.Responses, resp)
 	}
-	op["responses"] = responses
 	return op
 }
 
 // OperationKeys lists "METHOD path" for every operation of a document built
 // by OpenAPI, sorted (for tests that compare it with the router).
-func OperationKeys(doc map[string]any) []string {
-	var out []string
-	paths, _ := doc["paths"].(map[string]any)
-	for p, item := range paths {
-		ops, _ := item.(map[string]any)
-		for m := range ops {
-			out = append(out, strings.ToUpper(m)+" "+p)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
+func OperationKeys(doc map[string]any) []string { return httpx.OperationKeys(doc) }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
+	"github.com/agentbridge/bridge/httpx"
 	"github.com/agentbridge/bridge/platform/auth"
 )
 
@@ -114,26 +115,10 @@ func (rt *Route) paths() []string {
 func (rt *Route) CanonicalPath() string { return rt.paths()[0] }
 
 // routerPath converts "{name}" segments to httprouter's ":name".
-func routerPath(p string) string {
-	segs := strings.Split(p, "/")
-	for i, s := range segs {
-		if strings.HasPrefix(s, "{") && strings.HasSuffix(s, "}") {
-			segs[i] = ":" + s[1:len(s)-1]
-		}
-	}
-	return strings.Join(segs, "/")
-}
+func routerPath(p string) string { return httpx.RouterPath(p) }
 
 // pathParams lists the parameter names of a template in order.
-func pathParams(p string) []string {
-	var out []string
-	for _, s := range strings.Split(p, "/") {
-		if strings.HasPrefix(s, "{") && strings.HasSuffix(s, "}") {
-			out = append(out, s[1:len(s)-1])
-		}
-	}
-	return out
-}
+func pathParams(p string) []string { return httpx.PathParams(p) }
 
 // fill substitutes parameter values into a template (for idempotency scopes).
 func fill(tmpl string, ps httprouter.Params) string {

@@ -14,13 +14,14 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/agentbridge/bridge/cli/local"
 	"github.com/agentbridge/bridge/daemon"
 )
 
 // run executes the CLI in-process and returns exit code, stdout and stderr.
 func run(ctx context.Context, args ...string) (int, string, string) {
 	var out, errw bytes.Buffer
-	code := Execute(ctx, Build{Version: "1.2.3", Commit: "abc", Date: "2026-11-22"}, args, &out, &errw)
+	code := ExecuteWith(ctx, local.Side{}, Build{Version: "1.2.3", Commit: "abc", Date: "2026-11-22"}, args, &out, &errw)
 	return code, out.String(), errw.String()
 }
 
@@ -297,7 +298,7 @@ func TestEveryCommandHasHelpWithExample(t *testing.T) {
 func TestMain(m *testing.M) {
 	os.Setenv("BRIDGE_DISABLE_KEYRING", "1")
 	if os.Getenv("BRIDGE_TEST_RUN_CLI") == "1" {
-		os.Exit(Execute(context.Background(), Build{Version: "1.2.3", Commit: "abc"}, os.Args[1:], os.Stdout, os.Stderr))
+		os.Exit(ExecuteWith(context.Background(), local.Side{}, Build{Version: "1.2.3", Commit: "abc"}, os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }

@@ -158,28 +158,14 @@ func (a *app) printConnection(c client.Connection) {
 }
 
 func (a *app) connectionListCmd(t *envTarget) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
+	return envListCmd(a, t, &cobra.Command{
 		Use:     "list",
 		Short:   "List the environment's connections (newest revision of each; never secrets)",
 		Example: "  bridge connection list\n  bridge connection list --json | jq -r '.[] | select(.provider==\"slack\") | .id'",
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, tg, err := t.openEnv(cmd, a)
-			if err != nil {
-				return err
-			}
-			items, err := collectPages[client.Connection](ctx, tg.s, tg.env("/connections?limit=100"), false)
-			if err != nil {
-				return err
-			}
-			return printTable(a, items, asJSON, "no connections", "CONNECTION\tREVISION\tREVISION ID\tPROVIDER\tNAME", func(c client.Connection) []string {
-				return []string{c.ConnectionID, fmt.Sprint(c.Revision), c.ID, c.Provider, c.Name}
-			})
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the connections as a JSON array")
-	return cmd
+	}, "connections", func(tg *target) string { return tg.env("/connections?limit=100") },
+		"no connections", "CONNECTION\tREVISION\tREVISION ID\tPROVIDER\tNAME", func(c client.Connection) []string {
+			return []string{c.ConnectionID, fmt.Sprint(c.Revision), c.ID, c.Provider, c.Name}
+		})
 }
 
 func (a *app) connectionGetCmd(t *envTarget) *cobra.Command {

@@ -96,12 +96,10 @@ func (a *app) uploadFile(ctx context.Context, tg *target, ut uploadTarget, path 
 		return client.File{}, withCode(ExitUsage, fmt.Errorf("%s is not a regular file", path))
 	}
 	size := st.Size()
-	bar := a.progress("hashing", size, o.quiet)
 	h := sha256.New()
-	if _, err := io.CopyBuffer(h, io.TeeReader(fh, bar), make([]byte, 1<<20)); err != nil {
+	if err := copyProgress(h, fh, a.progress("hashing", size, o.quiet)); err != nil {
 		return client.File{}, err
 	}
-	bar.done()
 	sum := hex.EncodeToString(h.Sum(nil))
 	var f client.File
 	if o.resume != "" {
@@ -124,7 +122,7 @@ func (a *app) uploadFile(ctx context.Context, tg *target, ut uploadTarget, path 
 	if f.Status == client.FileReady {
 		return f, nil
 	}
-	bar = a.progress("uploading "+f.ID, size, o.quiet)
+	bar := a.progress("uploading "+f.ID, size, o.quiet)
 	bar.add(f.ReceivedBytes)
 	buf := make([]byte, f.ChunkSize)
 	for i := f.ReceivedChunks; i < f.Chunks; i++ {
@@ -162,43 +160,48 @@ func (s *platformSession) sendChunk(ctx context.Context, path string, data []byt
 			case <-time.After(time.Duration(attempt) * time.Second):
 			}
 		}
-		var status int
-		status, err = s.postBytes(ctx, path, data)
-		if err == nil || (status != 0 && status < 500) {
+		var resp *http.Response
+		resp, err = s.send(ctx, path, map[string]string{"Content-Type": "application/octet-stream"}, bytes.NewReader(data), false)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+			return resp.Body.Close()
+		}
+		var ae *apiError
+		if errors.As(err, &ae) && ae.Status < 500 {
 			return err
 		}
 	}
 	return err
 }
 
-// postBytes posts data as application/octet-stream with the session's
-// token (signing in again once on a 401 of the local operator).
-func (s *platformSession) postBytes(ctx context.Context, path string, data []byte) (int, error) {
+// send posts body (nil: none) with hdr and the session's token and answers
+// the response to read (a problem is returned as an error); a 401 signs in
+// again once. A streaming answer has no overall timeout: a download is as
+// long as it takes.
+func (s *platformSession) send(ctx context.Context, path string, hdr map[string]string, body io.ReadSeeker, streaming bool) (*http.Response, error) {
 	for retry := 0; ; retry++ {
 		tok, err := s.ensureToken(ctx)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.c.state.ServicesURL+path, bytes.NewReader(data))
-		if err != nil {
-			return 0, err
+		c := s.c.api(s.c.state.ServicesURL).WithToken(tok)
+		if streaming {
+			c = c.Streaming()
 		}
-		req.Header.Set("Authorization", "Bearer "+tok)
-		req.Header.Set("Content-Type", "application/octet-stream")
-		resp, err := s.c.http.Do(req)
-		if err != nil {
-			return 0, fmt.Errorf("POST %s: %w", path, err)
+		var rd io.Reader
+		if body != nil {
+			if _, err := body.Seek(0, io.SeekStart); err != nil {
+				return nil, err
+			}
+			rd = body
 		}
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusUnauthorized && retry == 0 {
+		resp, err := c.Send(ctx, http.MethodPost, path, hdr, rd)
+		var ae *apiError
+		if errors.As(err, &ae) && ae.Status == http.StatusUnauthorized && retry == 0 {
 			s.token = ""
 			continue
 		}
-		if resp.StatusCode >= 300 {
-			return resp.StatusCode, client.DecodeError(resp.StatusCode, body)
-		}
-		return resp.StatusCode, nil
+		return resp, err
 	}
 }
 
@@ -288,43 +291,30 @@ func (a *app) fileListCmd(t *envTarget) *cobra.Command {
 }
 
 func (a *app) fileGetCmd(t *envTarget) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
+	return envOneCmd(a, t, &cobra.Command{
 		Use:     "get <file-id>",
 		Aliases: []string{"show"},
 		Short:   "Show a file: name, size, digest, status, where an upload resumes",
 		Example: `  bridge file get <file-id>
   bridge file get <file-id> --json | jq .sha256`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, tg, err := t.openEnv(cmd, a)
-			if err != nil {
-				return err
-			}
-			var f client.File
-			if err := tg.call(ctx, http.MethodGet, tg.env("/files/"+url.PathEscape(args[0])), nil, nil, &f); err != nil {
-				return err
-			}
-			if asJSON {
-				return a.printJSON(f)
-			}
-			tw := tabwriter.NewWriter(a.out, 0, 4, 2, ' ', 0)
-			fmt.Fprintf(tw, "File %s %s\n", f.ID, f.Status)
-			fmt.Fprintf(tw, "  name\t%s\n  media type\t%s\n  size\t%s (%d bytes)\n  sha256\t%s\n", f.Name, f.MediaType, byteSize(f.Size), f.Size, f.SHA256)
-			fmt.Fprintf(tw, "  chunks\t%d of %d received (%s each)\n", f.ReceivedChunks, f.Chunks, byteSize(f.ChunkSize))
-			origin := f.Origin.Kind
-			if f.Origin.ID != "" {
-				origin += " " + f.Origin.ID + " (run " + f.Origin.RunID + ")"
-			}
-			fmt.Fprintf(tw, "  origin\t%s\n  created\t%s by %s\n", origin, f.CreatedAt.Local().Format(timeLayout), f.CreatedBy)
-			if f.ExpiresAt != nil {
-				fmt.Fprintf(tw, "  expires\t%s (unless finished)\n", f.ExpiresAt.Local().Format(timeLayout))
-			}
-			return tw.Flush()
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the file as JSON")
-	return cmd
+	}, "file", func(ctx context.Context, tg *target, args []string, f *client.File) error {
+		return tg.call(ctx, http.MethodGet, tg.env("/files/"+url.PathEscape(args[0])), nil, nil, f)
+	}, func(_ *target, f client.File) error {
+		tw := tabwriter.NewWriter(a.out, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(tw, "File %s %s\n", f.ID, f.Status)
+		fmt.Fprintf(tw, "  name\t%s\n  media type\t%s\n  size\t%s (%d bytes)\n  sha256\t%s\n", f.Name, f.MediaType, byteSize(f.Size), f.Size, f.SHA256)
+		fmt.Fprintf(tw, "  chunks\t%d of %d received (%s each)\n", f.ReceivedChunks, f.Chunks, byteSize(f.ChunkSize))
+		origin := f.Origin.Kind
+		if f.Origin.ID != "" {
+			origin += " " + f.Origin.ID + " (run " + f.Origin.RunID + ")"
+		}
+		fmt.Fprintf(tw, "  origin\t%s\n  created\t%s by %s\n", origin, f.CreatedAt.Local().Format(timeLayout), f.CreatedBy)
+		if f.ExpiresAt != nil {
+			fmt.Fprintf(tw, "  expires\t%s (unless finished)\n", f.ExpiresAt.Local().Format(timeLayout))
+		}
+		return tw.Flush()
+	})
 }
 
 func (a *app) fileDownloadCmd(t *envTarget) *cobra.Command {
@@ -399,7 +389,7 @@ func (a *app) download(ctx context.Context, tg *target, f client.File, out strin
 		hdr["Range"] = "bytes=" + strconv.FormatInt(have, 10) + "-"
 		hdr["If-Range"] = `"` + f.SHA256 + `"`
 	}
-	resp, err := tg.s.stream(ctx, tg.env("/files/"+f.ID+"/download"), hdr)
+	resp, err := tg.s.send(ctx, tg.env("/files/"+f.ID+"/download"), hdr, nil, true)
 	if err != nil {
 		return err
 	}
@@ -416,11 +406,9 @@ func (a *app) download(ctx context.Context, tg *target, f client.File, out strin
 	}
 	bar := a.progress("downloading "+f.ID, f.Size, quiet)
 	bar.add(have)
-	if _, err := io.CopyBuffer(w, io.TeeReader(resp.Body, bar), make([]byte, 1<<20)); err != nil {
-		bar.done()
+	if err := copyProgress(w, resp.Body, bar); err != nil {
 		return fmt.Errorf("download interrupted (%w); run the command again to resume", err)
 	}
-	bar.done()
 	if part == nil {
 		return nil
 	}
@@ -441,74 +429,24 @@ func (a *app) download(ctx context.Context, tg *target, f client.File, out strin
 	return os.Rename(out+".part", out)
 }
 
-// stream posts an empty body and answers the response to read (a
-// problem is returned as an error).
-func (s *platformSession) stream(ctx context.Context, path string, hdr map[string]string) (*http.Response, error) {
-	for retry := 0; ; retry++ {
-		tok, err := s.ensureToken(ctx)
-		if err != nil {
-			return nil, err
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.c.state.ServicesURL+path, nil)
-		if err != nil {
-			return nil, err
-		}
-		req.Header.Set("Authorization", "Bearer "+tok)
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		// the CLI's client has an overall timeout; a download is as long as it takes
-		hc := *s.c.http
-		hc.Timeout = 0
-		resp, err := hc.Do(req)
-		if err != nil {
-			return nil, fmt.Errorf("POST %s: %w", path, err)
-		}
-		if resp.StatusCode == http.StatusUnauthorized && retry == 0 {
-			resp.Body.Close()
-			s.token = ""
-			continue
-		}
-		if resp.StatusCode >= 300 {
-			body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-			resp.Body.Close()
-			return nil, client.DecodeError(resp.StatusCode, body)
-		}
-		return resp, nil
-	}
-}
-
 func (a *app) fileDeleteCmd(t *envTarget) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
+	return envOneCmd(a, t, &cobra.Command{
 		Use:   "delete <file-id>",
 		Short: "Delete a file (kept for the runs that still need it)",
 		Long: `Deletes a file (DELETE E/files/{id}), or abandons an upload. The file
 disappears at once; its content is removed when no running run refers to it.`,
 		Example: `  bridge file delete <file-id>`,
 		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, tg, err := t.openEnv(cmd, a)
-			if err != nil {
-				return err
-			}
-			var d client.FileDeletion
-			if err := tg.call(ctx, http.MethodDelete, tg.env("/files/"+url.PathEscape(args[0])), nil, nil, &d); err != nil {
-				return err
-			}
-			if asJSON {
-				return a.printJSON(d)
-			}
-			msg := "Deleted file " + d.ID
-			if d.RetainedForRuns > 0 {
-				msg += fmt.Sprintf(" (its content is kept until the %d running runs that refer to it end)", d.RetainedForRuns)
-			}
-			_, err = fmt.Fprintln(a.out, msg)
-			return err
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the answer as JSON")
-	return cmd
+	}, "answer", func(ctx context.Context, tg *target, args []string, d *client.FileDeletion) error {
+		return tg.call(ctx, http.MethodDelete, tg.env("/files/"+url.PathEscape(args[0])), nil, nil, d)
+	}, func(_ *target, d client.FileDeletion) error {
+		msg := "Deleted file " + d.ID
+		if d.RetainedForRuns > 0 {
+			msg += fmt.Sprintf(" (its content is kept until the %d running runs that refer to it end)", d.RetainedForRuns)
+		}
+		_, err := fmt.Fprintln(a.out, msg)
+		return err
+	})
 }
 
 // byteSize formats n bytes for people.
@@ -568,6 +506,14 @@ func (p *progressBar) draw() {
 	}
 	rate := float64(p.n) / max(time.Since(p.start).Seconds(), 0.001) / 1e6
 	fmt.Fprintf(p.w, "\r%s [%s] %3.0f%% %s / %s %.1f MB/s ", p.label, bar, frac*100, byteSize(p.n), byteSize(p.total), rate)
+}
+
+// copyProgress copies r to w in 1 MiB pieces, counting them on bar, and
+// ends the bar.
+func copyProgress(w io.Writer, r io.Reader, bar *progressBar) error {
+	_, err := io.CopyBuffer(w, io.TeeReader(r, bar), make([]byte, 1<<20))
+	bar.done()
+	return err
 }
 
 func (p *progressBar) done() {

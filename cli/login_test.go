@@ -21,6 +21,7 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/matryer/is"
 
+	"github.com/agentbridge/bridge/cli/local"
 	"github.com/agentbridge/bridge/daemon"
 	"github.com/agentbridge/bridge/platform/identity"
 )
@@ -230,7 +231,7 @@ func TestLoginWithExternalProviders(t *testing.T) {
 	// on the CLI's loopback address.
 	b := &browser{prefix: web.srv.URL + "/authorize?", status: make(chan int, 1)}
 	var stdout bytes.Buffer
-	code = Execute(ctx, Build{Version: "test"}, []string{"login", "--data-dir", dir, "--provider", "web", "--timeout", "30s", "--json"}, &stdout, b)
+	code = ExecuteWith(ctx, local.Side{}, Build{Version: "test"}, []string{"login", "--data-dir", dir, "--provider", "web", "--timeout", "30s", "--json"}, &stdout, b)
 	is.Equal(code, 0)
 	is.Equal(<-b.status, 200)
 	web.mu.Lock()

@@ -4,17 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
-	"github.com/agentbridge/bridge/bridge"
-	bridgemcp "github.com/agentbridge/bridge/bridge/mcp"
+	"github.com/agentbridge/bridge/client"
 	"github.com/agentbridge/bridge/config"
 	"github.com/agentbridge/bridge/daemon"
 )
@@ -106,20 +102,9 @@ func (a *app) serveMCP(ctx context.Context, tokenFile string) error {
 		}
 		return st, err
 	}
-	api := &bridgemcp.API{Token: tok, HTTP: &http.Client{Timeout: 2 * time.Minute},
-		Resolve: func(context.Context) (string, error) {
-			st, err := state()
-			return st.BridgeURL, err
-		}}
-	// A token the running daemon refuses is a configuration mistake the
-	// host should show at once, not at the first tool call.
-	if _, err := state(); err == nil {
-		if err := api.Check(ctx); err != nil {
-			var e *bridgemcp.Error
-			if errors.As(err, &e) && e.Status == http.StatusUnauthorized {
-				return fmt.Errorf("the daemon refuses this token (revoked or unknown): %w", err)
-			}
-		}
+	side, err := a.side()
+	if err != nil {
+		return err
 	}
 	// stdout is the protocol; the SDK's session chatter stays off stderr
 	// unless asked for with --log-level.
@@ -128,26 +113,13 @@ func (a *app) serveMCP(ctx context.Context, tokenFile string) error {
 		level = "warn"
 	}
 	log := a.logger(daemon.Log{Level: level, Format: a.logFormat})
-	srv := bridgemcp.New(api, bridgemcp.Options{
-		Version: a.build.Version,
-		Logger:  log,
-		Health: func(ctx context.Context) error {
-			st, err := state()
-			if err != nil {
-				return err
-			}
-			return probeHealth(ctx, st.ServicesURL)
-		},
-		Addresses: func(context.Context) bridgemcp.Addresses {
-			st, _ := state()
-			return bridgemcp.Addresses{BridgeURL: st.BridgeURL, ServicesURL: st.ServicesURL, ConfiguredBridgePort: configured}
-		},
+	return side.ServeMCP(ctx, tok, a.build.Version, log, state, configured, func(ctx context.Context) error {
+		st, err := state()
+		if err != nil {
+			return err
+		}
+		return probeHealth(ctx, st.ServicesURL)
 	})
-	err = srv.Run(ctx, &sdk.StdioTransport{})
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, sdk.ErrConnectionClosed) {
-		return nil // the host closed stdin or stopped us
-	}
-	return fmt.Errorf("mcp: %w", err)
 }
 
 // configuredBridgePort is the bridge port config.yaml (or BRIDGE_PORT)
@@ -187,7 +159,7 @@ An existing mcp.token is kept unless --force.`,
 			if _, err := os.Stat(path); err == nil && !force {
 				return withCode(ExitUsage, fmt.Errorf("%s exists; pass --force to replace it", path))
 			}
-			req := bridge.TokenRequest{ID: id, Scopes: splitList(scopes), Profiles: splitList(profiles)}
+			req := client.TokenRequest{ID: id, Scopes: splitList(scopes), Profiles: splitList(profiles)}
 			if err := checkScopes(req.Scopes); err != nil {
 				return withCode(ExitUsage, err)
 			}

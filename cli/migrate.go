@@ -8,7 +8,6 @@ import (
 
 	"github.com/agentbridge/bridge/daemon"
 	"github.com/agentbridge/bridge/store"
-	"github.com/agentbridge/bridge/wire"
 )
 
 func (a *app) migrateCmd() *cobra.Command {
@@ -33,7 +32,11 @@ it applied. A data directory created by an older bridge must be migrated before
 			if err := ensureDir(dir); err != nil {
 				return err
 			}
-			applied, err := store.Migrate(cmd.Context(), filepath.Join(dir, daemon.DatabaseFile), wire.Migrations())
+			side, err := a.side()
+			if err != nil {
+				return err
+			}
+			applied, err := store.Migrate(cmd.Context(), filepath.Join(dir, daemon.DatabaseFile), side.Migrations())
 			if err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -39,36 +40,24 @@ Exit codes: 0 ok, 1 failure (the API's problem code is shown), 2 usage,
 
 func (a *app) receiptListCmd(t *envTarget) *cobra.Command {
 	var src, status string
-	var asJSON bool
-	cmd := &cobra.Command{
+	cmd := envListCmd(a, t, &cobra.Command{
 		Use:     "list",
 		Short:   "List receipts in admission order",
 		Example: "  bridge receipt list\n  bridge receipt list --source <source-id> --status dispatched --json | jq -r '.[].run_id'",
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, tg, err := t.openEnv(cmd, a)
-			if err != nil {
-				return err
-			}
-			q := url.Values{"limit": {"100"}}
-			if src != "" {
-				q.Set("source_id", src)
-			}
-			if status != "" {
-				q.Set("status", status)
-			}
-			items, err := collectPages[client.Receipt](ctx, tg.s, tg.env("/provider-receipts?"+q.Encode()), false)
-			if err != nil {
-				return err
-			}
-			return printTable(a, items, asJSON, "no receipts", "RECEIPT\tSTATUS\tREASON\tKIND\tEVENT\tRUN", func(r client.Receipt) []string {
-				return []string{r.ID, r.Status, orDash(r.Reason), r.EventKind, r.EventID, orDash(r.RunID)}
-			})
-		},
-	}
+	}, "receipts", func(tg *target) string {
+		q := url.Values{"limit": {"100"}}
+		if src != "" {
+			q.Set("source_id", src)
+		}
+		if status != "" {
+			q.Set("status", status)
+		}
+		return tg.env("/provider-receipts?" + q.Encode())
+	}, "no receipts", "RECEIPT\tSTATUS\tREASON\tKIND\tEVENT\tRUN", func(r client.Receipt) []string {
+		return []string{r.ID, r.Status, orDash(r.Reason), r.EventKind, r.EventID, orDash(r.RunID)}
+	})
 	cmd.Flags().StringVar(&src, "source", "", "only this source's receipts")
 	cmd.Flags().StringVar(&status, "status", "", "pending, dispatched, ignored, blocked or failed")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the receipts as a JSON array")
 	return cmd
 }
 
@@ -82,32 +71,18 @@ func orDash(s *string) string {
 
 // receiptOneCmd is get, or retry.
 func (a *app) receiptOneCmd(t *envTarget, retry bool) *cobra.Command {
-	var asJSON bool
 	use, short, example := "get <receipt-id>", "Show a receipt (never its payload)", "  bridge receipt get <receipt-id> --json | jq -r .run_id"
 	if retry {
 		use, short, example = "retry <receipt-id>", "Make a blocked or failed receipt pending again (same event identity)", "  bridge receipt retry <receipt-id>"
 	}
-	cmd := &cobra.Command{
-		Use:     use,
-		Short:   short,
-		Example: example,
-		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, tg, err := t.openEnv(cmd, a)
-			if err != nil {
-				return err
-			}
+	return envOneCmd(a, t, &cobra.Command{Use: use, Short: short, Example: example, Args: cobra.ExactArgs(1)}, "receipt",
+		func(ctx context.Context, tg *target, args []string, r *client.Receipt) error {
 			method, path := http.MethodGet, tg.env("/provider-receipts/"+url.PathEscape(args[0]))
 			if retry {
 				method, path = http.MethodPost, path+"/retry"
 			}
-			var r client.Receipt
-			if err := tg.call(ctx, method, path, nil, nil, &r); err != nil {
-				return err
-			}
-			if asJSON {
-				return a.printJSON(r)
-			}
+			return tg.call(ctx, method, path, nil, nil, r)
+		}, func(_ *target, r client.Receipt) error {
 			tw := tabwriter.NewWriter(a.out, 0, 4, 2, ' ', 0)
 			fmt.Fprintf(tw, "Receipt %s %s\n", r.ID, r.Status)
 			fmt.Fprintf(tw, "  source\t%s\n", r.SourceID)
@@ -120,8 +95,5 @@ func (a *app) receiptOneCmd(t *envTarget, retry bool) *cobra.Command {
 			}
 			fmt.Fprintf(tw, "  received\t%s\n", r.ReceivedAt.Local().Format(timeLayout))
 			return tw.Flush()
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the receipt as JSON")
-	return cmd
+		})
 }

@@ -46,11 +46,21 @@ type app struct {
 	dataDir   string
 	logLevel  string
 	logFormat string
+	// daemon is the server code linked in (nil: none, see ExecuteWith).
+	daemon DaemonSide
 }
 
-// Execute runs the CLI with args and returns the process exit code.
+// Execute runs the CLI with args and returns the process exit code. The
+// commands that run server code in-process (serve, migrate, mcp, token and
+// revoke on a stopped daemon) need ExecuteWith.
 func Execute(ctx context.Context, build Build, args []string, stdout, stderr io.Writer) int {
-	a := &app{build: build, out: stdout, errw: stderr}
+	return ExecuteWith(ctx, nil, build, args, stdout, stderr)
+}
+
+// ExecuteWith runs the CLI with the daemon side d (cmd/bridge passes
+// cli/local.Side) and returns the process exit code.
+func ExecuteWith(ctx context.Context, d DaemonSide, build Build, args []string, stdout, stderr io.Writer) int {
+	a := &app{build: build, out: stdout, errw: stderr, daemon: d}
 	root := a.rootCmd()
 	root.SetArgs(args)
 	root.SetOut(stdout)

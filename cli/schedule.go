@@ -166,32 +166,18 @@ func (a *app) printSchedule(ctx context.Context, tg *target, s client.Schedule) 
 }
 
 func (a *app) scheduleListCmd(t *envTarget) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
+	return envListCmd(a, t, &cobra.Command{
 		Use:     "list",
 		Short:   "List the environment's schedules, deleted ones included",
 		Example: "  bridge schedule list\n  bridge schedule list --json | jq -r '.[] | select(.status==\"blocked\") | .id'",
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, tg, err := t.openEnv(cmd, a)
-			if err != nil {
-				return err
+	}, "schedules", func(tg *target) string { return tg.env("/schedules?limit=100") },
+		"no schedules", "SCHEDULE\tSTATUS\tCALENDAR (UTC)\tNEXT DUE\tACTIVATION\tREVISION", func(s client.Schedule) []string {
+			st := s.Status
+			if s.BlockedReason != nil {
+				st += " (" + *s.BlockedReason + ")"
 			}
-			items, err := collectPages[client.Schedule](ctx, tg.s, tg.env("/schedules?limit=100"), false)
-			if err != nil {
-				return err
-			}
-			return printTable(a, items, asJSON, "no schedules", "SCHEDULE\tSTATUS\tCALENDAR (UTC)\tNEXT DUE\tACTIVATION\tREVISION", func(s client.Schedule) []string {
-				st := s.Status
-				if s.BlockedReason != nil {
-					st += " (" + *s.BlockedReason + ")"
-				}
-				return []string{s.ID, st, s.Cron, scheduleTime(s.NextDueAt), s.ActivationID, strconv.FormatInt(s.Revision, 10)}
-			})
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the schedules as a JSON array")
-	return cmd
+			return []string{s.ID, st, s.Cron, scheduleTime(s.NextDueAt), s.ActivationID, strconv.FormatInt(s.Revision, 10)}
+		})
 }
 
 func (a *app) scheduleGetCmd(t *envTarget) *cobra.Command {

@@ -7,25 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentbridge/bridge/bridge"
-	"github.com/agentbridge/bridge/callbacks"
 	"github.com/agentbridge/bridge/config"
 	"github.com/agentbridge/bridge/daemon"
-	"github.com/agentbridge/bridge/ingest"
-	"github.com/agentbridge/bridge/platform"
-	"github.com/agentbridge/bridge/platform/identity"
-	"github.com/agentbridge/bridge/wire"
 )
-
-// checkSubsystemConfig decodes the subsystems' sections of file and returns
-// their errors (each subsystem reads its section again when it is built).
-func checkSubsystemConfig(file *config.File) []error {
-	_, bridgeErr := bridge.LoadConfig(file)
-	_, platformErr := platform.LoadConfig(file)
-	_, ingestErr := ingest.LoadConfig(file)
-	_, callbacksErr := callbacks.LoadSettings(file)
-	return []error{bridgeErr, platformErr, ingestErr, callbacksErr}
-}
 
 // knownSections are the top-level keys config.yaml may have.
 var knownSections = []string{"listen", "log", "events", "bridge", "platform", "factory"}
@@ -33,6 +17,10 @@ var knownSections = []string{"listen", "log", "events", "bridge", "platform", "f
 // loadConfig reads config.yaml of dir and the daemon's section with flags applied.
 func (a *app) loadConfig(cmd *cobra.Command, dir string) (*config.File, daemon.Config, error) {
 	cfg := daemon.DefaultConfig()
+	side, err := a.side()
+	if err != nil {
+		return nil, cfg, err
+	}
 	file, err := config.Load(filepath.Join(dir, daemon.ConfigFile))
 	if err != nil {
 		return nil, cfg, err
@@ -47,7 +35,7 @@ func (a *app) loadConfig(cmd *cobra.Command, dir string) (*config.File, daemon.C
 	}{{"listen", &cfg.Listen}, {"log", &cfg.Log}, {"events", &cfg.Events}} {
 		errs = append(errs, file.Decode(sec.name, sec.out))
 	}
-	errs = append(errs, checkSubsystemConfig(file)...)
+	errs = append(errs, side.CheckConfig(file)...)
 	if err := errors.Join(errs...); err != nil {
 		return nil, cfg, err
 	}
@@ -96,15 +84,15 @@ owner.token (mode 0600). Ctrl-C (SIGINT) or SIGTERM drains and exits 0.`,
 				return err
 			}
 			log := a.logger(cfg.Log)
-			d, err := daemon.Start(cmd.Context(), wire.Options(daemon.Options{DataDir: dir, Config: cfg, File: file, Logger: log, Build: a.build}))
+			d, err := a.daemon.Start(cmd.Context(), daemon.Options{DataDir: dir, Config: cfg, File: file, Logger: log, Build: a.build})
 			if err != nil {
 				return err
 			}
 			st := d.State()
 			fmt.Fprintf(a.out, "bridge %s serving\n  bridge API:   %s\n  services API: %s\n  data dir:     %s\n", a.build.Version, st.BridgeURL, st.ServicesURL, st.DataDir)
-			if ws, err := identity.ReadLocalWorkspace(cmd.Context(), d.DB.Reader()); err == nil && ws != nil {
+			if tenant, project, env, ok := a.daemon.LocalWorkspace(cmd.Context(), d); ok {
 				fmt.Fprintf(a.out, "  local workspace (yours; see 'bridge platform identity'):\n    tenant:       %s\n    project:      %s\n    environment:  %s\n",
-					ws.TenantID, ws.ProjectID, ws.EnvironmentID)
+					tenant, project, env)
 			}
 			return d.Wait(cmd.Context())
 		},

@@ -195,70 +195,39 @@ func (a *app) printSource(tg *target, s client.Source) {
 }
 
 func (a *app) sourceListCmd(t *envTarget) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
+	return envListCmd(a, t, &cobra.Command{
 		Use:     "list",
 		Short:   "List the environment's provider sources",
 		Example: "  bridge source list\n  bridge source list --json | jq -r '.[] | select(.disabled|not) | .ingress_url'",
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, tg, err := t.openEnv(cmd, a)
-			if err != nil {
-				return err
+	}, "sources", func(tg *target) string { return tg.env("/provider-sources?limit=100") },
+		"no provider sources", "SOURCE\tSTATE\tPROVIDER\tKIND\tNAME", func(s client.Source) []string {
+			state := "enabled"
+			if s.Disabled {
+				state = "disabled"
 			}
-			items, err := collectPages[client.Source](ctx, tg.s, tg.env("/provider-sources?limit=100"), false)
-			if err != nil {
-				return err
-			}
-			return printTable(a, items, asJSON, "no provider sources", "SOURCE\tSTATE\tPROVIDER\tKIND\tNAME", func(s client.Source) []string {
-				state := "enabled"
-				if s.Disabled {
-					state = "disabled"
-				}
-				return []string{s.ID, state, s.Provider, s.Kind, s.Name}
-			})
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the sources as a JSON array")
-	return cmd
+			return []string{s.ID, state, s.Provider, s.Kind, s.Name}
+		})
 }
 
 // sourceGetCmd is get, or disable (for good).
 func (a *app) sourceGetCmd(t *envTarget, disable bool) *cobra.Command {
-	var asJSON bool
 	use, short, example := "get <source-id>", "Show a provider source", "  bridge source get <source-id> --json | jq -r .ingress_url"
 	if disable {
 		use, short, example = "disable <source-id>", "Disable a provider source for good (its ingress answers 404; pending receipts are blocked)", "  bridge source disable <source-id>"
 	}
-	cmd := &cobra.Command{
-		Use:     use,
-		Short:   short,
-		Example: example,
-		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, tg, err := t.openEnv(cmd, a)
-			if err != nil {
-				return err
-			}
+	return envOneCmd(a, t, &cobra.Command{Use: use, Short: short, Example: example, Args: cobra.ExactArgs(1)}, "source",
+		func(ctx context.Context, tg *target, args []string, s *client.Source) error {
 			method, path := http.MethodGet, tg.env("/provider-sources/"+url.PathEscape(args[0]))
 			if disable {
 				method, path = http.MethodPost, path+"/disable"
 			}
-			var s client.Source
-			if err := tg.call(ctx, method, path, nil, nil, &s); err != nil {
-				return err
-			}
-			if asJSON {
-				return a.printJSON(s)
-			}
+			return tg.call(ctx, method, path, nil, nil, s)
+		}, func(tg *target, s client.Source) error {
 			if disable {
 				fmt.Fprintf(a.out, "Source %s is disabled\n", s.ID)
 				return nil
 			}
 			a.printSource(tg, s)
 			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the source as JSON")
-	return cmd
+		})
 }

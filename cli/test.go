@@ -282,23 +282,8 @@ func (a *app) showStep(v client.StepTest, asJSON bool) error {
 // testOneCmd is a command on one step test: call answers it.
 func (a *app) testOneCmd(t *envTarget, use, short, example string, nargs cobra.PositionalArgs,
 	call func(ctx context.Context, tg *target, args []string, v *client.StepTest) error) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use: use, Short: short, Example: example, Args: nargs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, tg, err := t.openEnv(cmd, a)
-			if err != nil {
-				return err
-			}
-			var v client.StepTest
-			if err := call(ctx, tg, args, &v); err != nil {
-				return err
-			}
-			return a.showStep(v, asJSON)
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the step test as JSON")
-	return cmd
+	return envOneCmd(a, t, &cobra.Command{Use: use, Short: short, Example: example, Args: nargs}, "step test", call,
+		func(_ *target, v client.StepTest) error { return a.showStep(v, false) })
 }
 
 func (a *app) testShowCmd(t *envTarget) *cobra.Command {
@@ -468,30 +453,17 @@ trigger's, so its sender can sign test requests unchanged. Send one with
 }
 
 func (a *app) testDeactivateCmd(t *envTarget) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
+	return envOneCmd(a, t, &cobra.Command{
 		Use:     "deactivate <test-activation-id>",
 		Short:   "End a test activation now (its test runs stay readable)",
 		Example: "  bridge test deactivate <test-activation-id>",
 		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, tg, err := t.openEnv(cmd, a)
-			if err != nil {
-				return err
-			}
-			var ta client.TestActivation
-			if err := tg.call(ctx, http.MethodDelete, tg.env("/test-activations/"+url.PathEscape(args[0])), nil, nil, &ta); err != nil {
-				return err
-			}
-			if asJSON {
-				return a.printJSON(ta)
-			}
-			fmt.Fprintf(a.out, "Test activation %s %s\n", ta.ID, ta.Status)
-			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the test activation as JSON")
-	return cmd
+	}, "test activation", func(ctx context.Context, tg *target, args []string, ta *client.TestActivation) error {
+		return tg.call(ctx, http.MethodDelete, tg.env("/test-activations/"+url.PathEscape(args[0])), nil, nil, ta)
+	}, func(_ *target, ta client.TestActivation) error {
+		_, err := fmt.Fprintf(a.out, "Test activation %s %s\n", ta.ID, ta.Status)
+		return err
+	})
 }
 
 func (a *app) testSendCmd() *cobra.Command {

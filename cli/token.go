@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -11,10 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentbridge/bridge/bridge"
+	"github.com/agentbridge/bridge/client"
 	"github.com/agentbridge/bridge/daemon"
 	"github.com/agentbridge/bridge/store"
-	"github.com/agentbridge/bridge/wire"
 )
 
 // withStore opens the data directory's database for commands that work while
@@ -25,10 +23,14 @@ func (a *app) withStore(ctx context.Context, fn func(db *store.DB, dir string) e
 	if err != nil {
 		return err
 	}
+	side, err := a.side()
+	if err != nil {
+		return err
+	}
 	if err := daemon.EnsureDataDir(dir); err != nil {
 		return err
 	}
-	db, err := store.Open(ctx, filepath.Join(dir, daemon.DatabaseFile), wire.Migrations(), store.Options{})
+	db, err := store.Open(ctx, filepath.Join(dir, daemon.DatabaseFile), side.Migrations(), store.Options{})
 	if err != nil {
 		return err
 	}
@@ -59,11 +61,11 @@ func splitList(s string) []string {
 // one twice: a bad flag value, so the usage exit code (README: Commands).
 func checkScopes(scopes []string) error {
 	if len(scopes) == 0 {
-		return fmt.Errorf("--scopes must name at least one of %s", strings.Join(bridge.AllScopes, ", "))
+		return fmt.Errorf("--scopes must name at least one of %s", strings.Join(client.AllScopes, ", "))
 	}
 	for i, s := range scopes {
-		if !slices.Contains(bridge.AllScopes, s) {
-			return fmt.Errorf("--scopes: unknown scope %q (want %s)", s, strings.Join(bridge.AllScopes, ", "))
+		if !slices.Contains(client.AllScopes, s) {
+			return fmt.Errorf("--scopes: unknown scope %q (want %s)", s, strings.Join(client.AllScopes, ", "))
 		}
 		if slices.Contains(scopes[:i], s) {
 			return fmt.Errorf("--scopes: scope %q is listed twice", s)
@@ -74,9 +76,9 @@ func checkScopes(scopes []string) error {
 
 // mintToken issues a client token through the running daemon's API, or
 // directly on the data directory when the daemon is stopped.
-func (a *app) mintToken(cmd *cobra.Command, req bridge.TokenRequest) (bridge.IssuedToken, error) {
+func (a *app) mintToken(cmd *cobra.Command, req client.TokenRequest) (client.IssuedToken, error) {
 	ctx := cmd.Context()
-	var issued bridge.IssuedToken
+	var issued client.IssuedToken
 	if c := a.running(ctx); c != nil {
 		err := c.do(ctx, "POST", c.state.BridgeURL, "/v1/bridge/admin/tokens", req, &issued)
 		return issued, err
@@ -86,8 +88,8 @@ func (a *app) mintToken(cmd *cobra.Command, req bridge.TokenRequest) (bridge.Iss
 		if err != nil {
 			return err
 		}
-		issued, err = bridge.MintToken(ctx, db, req, names, time.Now())
-		return apiErr(err)
+		issued, err = a.daemon.MintToken(ctx, db, req, names, time.Now())
+		return err
 	})
 	return issued, err
 }
@@ -109,7 +111,7 @@ data directory).`,
   bridge token --id dashboard --profiles '*' --scopes read --json | jq -r .token`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			req := bridge.TokenRequest{ID: id, Profiles: splitList(profiles), Scopes: splitList(scopes)}
+			req := client.TokenRequest{ID: id, Profiles: splitList(profiles), Scopes: splitList(scopes)}
 			if err := checkScopes(req.Scopes); err != nil {
 				return withCode(ExitUsage, err)
 			}
@@ -165,9 +167,9 @@ owner token itself stays valid.`,
 				}
 			} else {
 				err := a.withStore(ctx, func(db *store.DB, _ string) error {
-					n, err := bridge.RevokeClient(ctx, db, id, time.Now())
+					n, err := a.daemon.RevokeClient(ctx, db, id, time.Now())
 					out.Client, out.RevokedTokens = id, n
-					return apiErr(err)
+					return err
 				})
 				if err != nil {
 					return err
@@ -200,18 +202,5 @@ func (a *app) profileNames(cmd *cobra.Command, dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := bridge.LoadConfig(file)
-	if err != nil {
-		return nil, err
-	}
-	return cfg.ProfileNames(), nil
-}
-
-// apiErr turns a bridge domain error into a plain message for the terminal.
-func apiErr(err error) error {
-	var e *bridge.Error
-	if errors.As(err, &e) {
-		return fmt.Errorf("%s (%s)", e.Message, e.Code)
-	}
-	return err
+	return a.daemon.ProfileNames(file)
 }

@@ -150,72 +150,33 @@ func (a *app) printTrigger(tg *target, tr client.Trigger, secret string) {
 }
 
 func (a *app) triggerListCmd(t *envTarget) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
+	return envListCmd(a, t, &cobra.Command{
 		Use:     "list",
 		Short:   "List the environment's triggers (never their secrets)",
 		Example: "  bridge trigger list\n  bridge trigger list --json | jq -r '.[] | select(.status==\"enabled\") | .url'",
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, tg, err := t.openEnv(cmd, a)
-			if err != nil {
-				return err
-			}
-			items, err := collectPages[client.Trigger](ctx, tg.s, tg.env("/triggers?limit=100"), false)
-			if err != nil {
-				return err
-			}
-			return printTable(a, items, asJSON, "no triggers", "TRIGGER\tSTATUS\tNAME\tACTIVATION\tCREATED", func(tr client.Trigger) []string {
-				return []string{tr.ID, tr.Status, tr.Name, tr.ActivationID, tr.CreatedAt.Local().Format(timeLayout)}
-			})
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the triggers as a JSON array")
-	return cmd
+	}, "triggers", func(tg *target) string { return tg.env("/triggers?limit=100") },
+		"no triggers", "TRIGGER\tSTATUS\tNAME\tACTIVATION\tCREATED", func(tr client.Trigger) []string {
+			return []string{tr.ID, tr.Status, tr.Name, tr.ActivationID, tr.CreatedAt.Local().Format(timeLayout)}
+		})
 }
 
 func (a *app) triggerGetCmd(t *envTarget) *cobra.Command {
-	return a.triggerOneCmd(t, "get", "Show a trigger (never its secret)", "  bridge trigger get <trigger-id> --json | jq -r .url",
-		func(ctx context.Context, tg *target, id string, tr *client.Trigger) error {
-			return tg.call(ctx, http.MethodGet, tg.env("/triggers/"+url.PathEscape(id)), nil, nil, tr)
-		}, func(tg *target, tr client.Trigger) { a.printTrigger(tg, tr, "") })
+	return envOneCmd(a, t, &cobra.Command{Use: "get <trigger-id>", Short: "Show a trigger (never its secret)",
+		Example: "  bridge trigger get <trigger-id> --json | jq -r .url", Args: cobra.ExactArgs(1)}, "trigger",
+		func(ctx context.Context, tg *target, args []string, tr *client.Trigger) error {
+			return tg.call(ctx, http.MethodGet, tg.env("/triggers/"+url.PathEscape(args[0])), nil, nil, tr)
+		}, func(tg *target, tr client.Trigger) error { a.printTrigger(tg, tr, ""); return nil })
 }
 
 func (a *app) triggerDisableCmd(t *envTarget) *cobra.Command {
-	return a.triggerOneCmd(t, "disable", "Disable a trigger for good (its URL answers 404 from then on)", "  bridge trigger disable <trigger-id>",
-		func(ctx context.Context, tg *target, id string, tr *client.Trigger) error {
-			return tg.call(ctx, http.MethodPost, tg.env("/triggers/"+url.PathEscape(id)+"/disable"), map[string]string{"If-Match": "1"}, nil, tr)
-		}, func(_ *target, tr client.Trigger) { fmt.Fprintf(a.out, "Trigger %s is disabled\n", tr.ID) })
-}
-
-// triggerOneCmd is a command on one trigger: call reads or changes it,
-// show prints it for people (--json prints it as JSON).
-func (a *app) triggerOneCmd(t *envTarget, name, short, example string, call func(context.Context, *target, string, *client.Trigger) error,
-	show func(*target, client.Trigger)) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:     name + " <trigger-id>",
-		Short:   short,
-		Example: example,
-		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, tg, err := t.openEnv(cmd, a)
-			if err != nil {
-				return err
-			}
-			var tr client.Trigger
-			if err := call(ctx, tg, args[0], &tr); err != nil {
-				return err
-			}
-			if asJSON {
-				return a.printJSON(tr)
-			}
-			show(tg, tr)
-			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the trigger as JSON")
-	return cmd
+	return envOneCmd(a, t, &cobra.Command{Use: "disable <trigger-id>", Short: "Disable a trigger for good (its URL answers 404 from then on)",
+		Example: "  bridge trigger disable <trigger-id>", Args: cobra.ExactArgs(1)}, "trigger",
+		func(ctx context.Context, tg *target, args []string, tr *client.Trigger) error {
+			return tg.call(ctx, http.MethodPost, tg.env("/triggers/"+url.PathEscape(args[0])+"/disable"), map[string]string{"If-Match": "1"}, nil, tr)
+		}, func(_ *target, tr client.Trigger) error {
+			_, err := fmt.Fprintf(a.out, "Trigger %s is disabled\n", tr.ID)
+			return err
+		})
 }
 
 func (a *app) triggerSendCmd(_ *envTarget) *cobra.Command {

@@ -128,14 +128,20 @@ func TestRetryHonoursRetryAfter(t *testing.T) {
 	if f.auth[0] != "" {
 		t.Fatalf("sent Authorization %q without a token", f.auth[0])
 	}
-	// A cancelled context stops a real wait.
+	// A context cancelled during the wait ends it: Do answers the refusal.
 	f = &refusingServer{answers: [][3]string{{"503", "PF-COMPATIBILITY", "30"}}}
 	srv2 := httptest.NewServer(f)
 	defer srv2.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, err := New(srv2.URL, "", srv2.Client()).Do(ctx, "POST", "/x", nil, map[string]int{"a": 1}, nil)
-	if err == nil || !strings.Contains(err.Error(), "PF-COMPATIBILITY") || len(f.bodies) != 1 {
+	cl = New(srv2.URL, "", srv2.Client())
+	cl.Sleep = func(ctx context.Context, d time.Duration) error {
+		cancel()
+		return (&Client{}).sleep(ctx, d) // the real wait, with the context cancelled
+	}
+	start := time.Now()
+	_, err := cl.Do(ctx, "POST", "/x", nil, map[string]int{"a": 1}, nil)
+	if err == nil || !strings.Contains(err.Error(), "PF-COMPATIBILITY") || len(f.bodies) != 1 || time.Since(start) > 10*time.Second {
 		t.Fatalf("err %v after %d attempts", err, len(f.bodies))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/agentbridge/bridge/cli"
+	"github.com/agentbridge/bridge/cli/local"
 )
 
 // Set by goreleaser through -ldflags "-X main.version=... -X main.commit=... -X main.date=...".
@@ -19,7 +20,7 @@ var (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Execute(ctx, cli.Build{Version: version, Commit: commit, Date: date}, os.Args[1:], os.Stdout, os.Stderr)
+	code := cli.ExecuteWith(ctx, local.Side{}, cli.Build{Version: version, Commit: commit, Date: date}, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }

@@ -40,6 +40,8 @@ type RunSummary struct {
 	Status string `json:"status"`
 	Paused bool   `json:"paused"`
 	Test   bool   `json:"test"`
+	// the run is archived (listed only with include_archived=true)
+	Archived bool `json:"archived,omitempty"`
 	// the retried run
 	ParentRunID *string `json:"parent_run_id"`
 	// the run whose workflow step started this one

@@ -67,7 +67,7 @@ type Source struct {
 	DisabledBy *string    `json:"disabled_by"`
 }
 
-// SourceRequest is the body of POST E/provider-sources (spec 2, "Provider
+// SourceRequest is the body of POST E/provider-sources (docs/platform-api.md, "Provider
 // source request").
 type SourceRequest struct {
 	// display name, 1 to 200 characters

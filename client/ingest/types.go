@@ -38,9 +38,3 @@ type DLQEntry struct {
 	Headers     map[string]string `json:"headers,omitempty"`
 	Payload     []byte            `json:"payload,omitempty"`
 }
-
-// Page is a page of a listing.
-type Page[T any] struct {
-	Items      []T    `json:"items"`
-	NextCursor string `json:"next_cursor,omitempty"`
-}

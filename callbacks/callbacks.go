@@ -55,9 +55,6 @@ type Service struct {
 	// onRecorded, when set (tests), is called after each outcome is committed.
 	onRecorded func(*outcome)
 
-	docOnce sync.Once
-	doc     []byte // the OpenAPI document, built on first request
-
 	mu      sync.Mutex
 	started bool
 	closed  bool

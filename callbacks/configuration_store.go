@@ -281,3 +281,13 @@ func (s *Service) reloadConfig(ctx context.Context, id string) (Configuration, e
 	s.disp.configChanged(id)
 	return c, nil
 }
+
+// config reads one callback configuration (404 when unknown).
+func (s *Service) config(ctx context.Context, id string) (Configuration, error) {
+	return getConfig(ctx, s.db.Reader(), id)
+}
+
+// filterConfigs runs a FilterRequest on the callback configurations.
+func (s *Service) filterConfigs(ctx context.Context, req FilterRequest) (*PaginationResponse[Configuration], error) {
+	return filterWith(ctx, s, configResource, configColumns, scanConfig, req)
+}

@@ -152,3 +152,13 @@ func wrapStore(op string, err error) error {
 	}
 	return fmt.Errorf("callbacks: %s: %w", op, err)
 }
+
+// domain reads one authorized domain (404 when unknown).
+func (s *Service) domain(ctx context.Context, id string) (AuthorizedDomain, error) {
+	return getDomain(ctx, s.db.Reader(), id)
+}
+
+// filterDomains runs a FilterRequest on the authorized domains.
+func (s *Service) filterDomains(ctx context.Context, req FilterRequest) (*PaginationResponse[AuthorizedDomain], error) {
+	return filterWith(ctx, s, domainResource, domainColumns, scanDomain, req)
+}

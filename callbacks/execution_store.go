@@ -103,6 +103,57 @@ func insertJob(stmt *sql.Stmt, j *job, now time.Time) (bool, error) {
 	return n == 1, nil
 }
 
+// eventsReceived reads the stored events received in [since, until], in
+// the order they came, at most limit of them (truncated: more follow), with
+// their seqs and the last one's receipt time (Unix milliseconds).
+func (s *Service) eventsReceived(ctx context.Context, since, until time.Time, limit int) (events []Event, seqs []int64, last int64, truncated bool, err error) {
+	rows, err := s.db.Reader().QueryContext(ctx, `SELECT seq, id, event_type, topic, payload, received_at FROM callback_events
+		WHERE received_at >= ? AND received_at <= ? ORDER BY received_at, id LIMIT ?`, store.Millis(since), store.Millis(until), limit+1)
+	if err != nil {
+		return nil, nil, 0, false, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if len(events) == limit {
+			truncated = true
+			break
+		}
+		var ev Event
+		var seq int64
+		var payload []byte
+		if err := rows.Scan(&seq, &ev.ID, &ev.Type, &ev.Topic, &payload, &last); err != nil {
+			return nil, nil, 0, false, err
+		}
+		ev.Payload = payload
+		events = append(events, ev)
+		seqs = append(seqs, seq)
+	}
+	return events, seqs, last, truncated, rows.Err()
+}
+
+// insertJobs stores the PENDING attempts of events stored already (their
+// eventSeq set), in one write.
+func (s *Service) insertJobs(ctx context.Context, jobs []*job, now time.Time) error {
+	return s.db.Write(ctx, func(tx *sql.Tx) error {
+		stmt, err := tx.Prepare(insertExecSQL)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, j := range jobs {
+			if _, err := insertJob(stmt, j, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// execution reads one execution (404 when unknown).
+func (s *Service) execution(ctx context.Context, id string) (Execution, error) {
+	return getExecution(ctx, s.db.Reader(), id)
+}
+
 // persistJobs stores an event (once) and its new attempts in one write and
 // returns the attempts that were new.
 func (s *Service) persistJobs(ctx context.Context, ev Event, jobs []*job) ([]*job, error) {
@@ -303,4 +354,9 @@ func (s *Service) pruneBefore(ctx context.Context, cutoff time.Time) (execs, eve
 		return 0, 0, fmt.Errorf("callbacks: prune: %w", err)
 	}
 	return execs, events, nil
+}
+
+// filterExecutions runs a FilterRequest on the executions.
+func (s *Service) filterExecutions(ctx context.Context, req FilterRequest) (*PaginationResponse[Execution], error) {
+	return filterWith(ctx, s, execResource, execColumns, scanExec, req)
 }

@@ -1,9 +1,7 @@
 package callbacks
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -29,100 +27,30 @@ const (
 // maxBodyBytes bounds every request body of the management API.
 const maxBodyBytes = 64 << 10
 
-// handler is an HTTP handler that returns its error for writeError.
-type handler func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error
-
-// route is one endpoint: how it is served and how it is documented. The
-// OpenAPI document is generated from the same table Routes registers, so the
-// two cannot drift apart.
-type route struct {
-	method, path string
-	public       bool // served without the owner token (documentation)
-	h            handler
-	op           operation
-}
-
-// Routes registers the service's endpoints on the services listener's router.
+// Routes registers the service's route table on the services listener's
+// router, with the toolkit's Surface: the guard below on every /api/v1
+// route, and every error written by the one error table (errors.go).
 //
 // Authentication: every /api/v1 endpoint requires the daemon's owner token
 // (Authorization: Bearer <owner.token>); the OpenAPI document and its UI are
 // public, as they hold no data.
 func (s *Service) Routes(r *httprouter.Router) {
-	for _, rt := range s.routes() {
-		r.Handle(rt.method, rt.path, s.serve(rt))
-	}
+	surface := &httpx.Surface{Encode: httpx.ProblemEncoder(&errorTable, s.log, "callbacks"), Guard: s.guard}
+	surface.Register(r, s.routes())
 }
 
-func (s *Service) serve(rt route) httprouter.Handle {
-	return func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
-		if !rt.public {
-			w.Header().Set("Cache-Control", "no-store")
-			// Two Authorization headers are refused rather than judged by
-			// the first (callbacks/README.md, "Authentication").
-			if _, err := httpx.SingleHeader(r.Header, "Authorization"); err != nil {
-				s.writeError(w, r, &Error{Code: EBadRequest, Message: err.Error()})
-				return
-			}
-			if !s.isOwner(r) {
-				s.writeError(w, r, &Error{Code: EUnauthorized, Message: "this API needs the owner token: Authorization: Bearer <contents of owner.token>"})
-				return
-			}
-		}
-		if err := rt.h(w, r, p); err != nil {
-			s.writeError(w, r, err)
-		}
+// guard admits a request to a protected route: the owner token, sent once.
+func (s *Service) guard(w http.ResponseWriter, r *http.Request) error {
+	w.Header().Set("Cache-Control", "no-store")
+	// Two Authorization headers are refused rather than judged by the
+	// first (callbacks/README.md, "Authentication").
+	if _, err := httpx.SingleHeader(r.Header, "Authorization"); err != nil {
+		return &Error{Code: EBadRequest, Message: err.Error()}
 	}
-}
-
-// writeError is the one place that maps errors to problem+json responses.
-func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	p, body := httpx.BodyProblem(err, "CB")
-	if !body {
-		p = &httpx.Problem{Status: http.StatusInternalServerError, Code: "CB-INTERNAL", Message: "internal error"}
+	if !s.isOwner(r) {
+		return &Error{Code: EUnauthorized, Message: "this API needs the owner token: Authorization: Bearer <contents of owner.token>"}
 	}
-	var e *Error
-	switch {
-	case body:
-	case errors.As(err, &e):
-		p.Message = e.Message
-		switch e.Code {
-		case EInvalid:
-			p.Status, p.Code = http.StatusUnprocessableEntity, "CB-VALIDATION"
-		case EBadRequest:
-			p.Status, p.Code = http.StatusBadRequest, "CB-BAD-REQUEST"
-		case ENotFound:
-			p.Status, p.Code = http.StatusNotFound, "CB-NOT-FOUND"
-		case EConflict:
-			p.Status, p.Code = http.StatusConflict, "CB-CONFLICT"
-		case EDomainNotAuthorized:
-			p.Status, p.Code = http.StatusConflict, "CB-DOMAIN-NOT-AUTHORIZED"
-		case ENotFoundEventExpired:
-			p.Status, p.Code = http.StatusConflict, "CB-EVENT-EXPIRED"
-		case EUnauthorized:
-			p.Status, p.Code = http.StatusUnauthorized, "CB-UNAUTHORIZED"
-		case EUnavailable:
-			p.Status, p.Code = http.StatusServiceUnavailable, "CB-UNAVAILABLE"
-		default:
-			p.Message = "internal error"
-		}
-		for _, f := range e.Fields {
-			p.Diagnostics = append(p.Diagnostics, f)
-		}
-	case errors.Is(err, context.Canceled):
-		p.Status, p.Code, p.Message = http.StatusServiceUnavailable, "CB-UNAVAILABLE", "the request was cancelled"
-	}
-	// Only the service's own failures are errors; a refused request is the
-	// client's (DEBUG), an unavailable service a WARN.
-	attrs := []any{"method", r.Method, "path", r.URL.Path, "status", p.Status, "request_id", httpx.RequestID(r), "err", err}
-	switch {
-	case p.Status == http.StatusInternalServerError:
-		s.log.Error("callbacks: request failed", attrs...)
-	case p.Status >= 500:
-		s.log.Warn("callbacks: request not served", attrs...)
-	default:
-		s.log.Debug("callbacks: request refused", attrs...)
-	}
-	httpx.WriteProblem(w, r, p)
+	return nil
 }
 
 // decodeBody reads a request body strictly: JSON content type, at most

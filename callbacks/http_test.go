@@ -41,9 +41,9 @@ func (h *harness) problem(want int, method, path string, body any) problem {
 func TestEveryProtectedRouteNeedsTheOwnerToken(t *testing.T) {
 	h := newHarness(t, fastYAML, nil)
 	for _, rt := range h.svc.routes() {
-		path := strings.Replace(rt.path, ":id", uuid.NewString(), 1)
+		path := strings.Replace(rt.Path, "{id}", uuid.NewString(), 1)
 		for _, tok := range []string{"", "Bearer wrong", "Basic " + testToken} {
-			req, _ := http.NewRequest(rt.method, h.srv.URL+path, strings.NewReader("{}"))
+			req, _ := http.NewRequest(rt.Method, h.srv.URL+path, strings.NewReader("{}"))
 			if tok != "" {
 				req.Header.Set("Authorization", tok)
 			}
@@ -53,11 +53,11 @@ func TestEveryProtectedRouteNeedsTheOwnerToken(t *testing.T) {
 			}
 			resp.Body.Close()
 			want := http.StatusUnauthorized
-			if rt.public {
+			if rt.Public {
 				want = http.StatusOK
 			}
 			if resp.StatusCode != want {
-				t.Errorf("%s %s with %q: %d, want %d", rt.method, rt.path, tok, resp.StatusCode, want)
+				t.Errorf("%s %s with %q: %d, want %d", rt.Method, rt.Path, tok, resp.StatusCode, want)
 			}
 		}
 	}

@@ -1,12 +1,7 @@
 package callbacks
 
 import (
-	"encoding/json"
 	"net/http"
-	"reflect"
-	"regexp"
-	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/julienschmidt/httprouter"
@@ -45,116 +40,80 @@ var errorText = map[int]string{
 	422: "A value outside its bounds; diagnostics lists each field",
 }
 
-var pathParam = regexp.MustCompile(`:([a-zA-Z]+)`)
+// schemaStyle is how this document has always described types: a field
+// is required unless omitempty, nullable values are anyOf, and a page is
+// named after its items (ConfigurationPage).
+var schemaStyle = httpx.SchemaStyle{
+	RequiredUnlessOmitempty: true,
+	NullableAnyOf:           true,
+	DocBesideRef:            true,
+	RawJSON:                 map[string]any{"description": "any JSON value"},
+	Name:                    httpx.ArgPageName,
+}
 
-// openAPIPath turns an httprouter path into an OpenAPI one (:id -> {id}).
-func openAPIPath(p string) string { return pathParam.ReplaceAllString(p, "{$1}") }
+// document turns op, served at path, into the OpenAPI operation: every
+// route needs the owner token and answers errors as problem+json.
+func (op operation) document(path string) httpx.Operation {
+	o := httpx.Operation{ID: op.tag + "." + op.id, Summary: op.summary, Description: op.description,
+		Tags: []string{op.tag}, Security: []string{"ownerToken"}, Request: op.body}
+	if strings.Contains(path, "{id}") {
+		o.Params = append(o.Params, httpx.Param{Name: "id", In: "path", Schema: map[string]any{"type": "string", "format": "uuid"}})
+	}
+	for _, q := range op.query {
+		sch := map[string]any{"type": "string"}
+		if q.integer {
+			sch = map[string]any{"type": "integer"}
+		}
+		o.Params = append(o.Params, httpx.Param{Name: q.name, In: "query", Description: q.doc, Schema: sch})
+	}
+	ok := httpx.Response{Status: httpx.Status(op.status), Description: http.StatusText(op.status)}
+	if op.resp != nil {
+		ok.Media, ok.Schema = "application/json", op.resp
+	}
+	o.Responses = []httpx.Response{ok}
+	for _, code := range op.errs {
+		o.Responses = append(o.Responses, httpx.Response{Status: httpx.Status(code), Description: errorText[code],
+			Media: "application/problem+json", Schema: httpx.Problem{}})
+	}
+	return o
+}
 
-// openAPI builds the OpenAPI 3.1 document of routes.
-func openAPI(routes []route) map[string]any {
-	g := &schemaGen{defs: map[string]any{}}
-	problem := g.of(reflect.TypeOf(httpx.Problem{}))
-	g.of(reflect.TypeOf(FieldError{}))
-	paths := map[string]any{}
-	tags := map[string]bool{}
-	for _, rt := range routes {
-		if rt.public {
-			continue
-		}
-		op := rt.op
-		tags[op.tag] = true
-		o := map[string]any{
-			"operationId": op.tag + "." + op.id,
-			"summary":     op.summary,
-			"tags":        []any{op.tag},
-			"security":    []any{map[string]any{"ownerToken": []any{}}},
-		}
-		if op.description != "" {
-			o["description"] = op.description
-		}
-		var params []any
-		if strings.Contains(rt.path, ":id") {
-			params = append(params, map[string]any{"name": "id", "in": "path", "required": true,
-				"schema": map[string]any{"type": "string", "format": "uuid"}})
-		}
-		for _, q := range op.query {
-			sch := map[string]any{"type": "string"}
-			if q.integer {
-				sch = map[string]any{"type": "integer"}
-			}
-			params = append(params, map[string]any{"name": q.name, "in": "query", "description": q.doc, "schema": sch})
-		}
-		if params != nil {
-			o["parameters"] = params
-		}
-		if op.body != nil {
-			o["requestBody"] = map[string]any{"required": true, "content": map[string]any{
-				"application/json": map[string]any{"schema": g.of(reflect.TypeOf(op.body))}}}
-		}
-		responses := map[string]any{}
-		ok := map[string]any{"description": http.StatusText(op.status)}
-		if op.resp != nil {
-			ok["content"] = map[string]any{"application/json": map[string]any{"schema": g.of(reflect.TypeOf(op.resp))}}
-		}
-		responses[strconv.Itoa(op.status)] = ok
-		for _, code := range op.errs {
-			responses[strconv.Itoa(code)] = map[string]any{
-				"description": errorText[code],
-				"content":     map[string]any{"application/problem+json": map[string]any{"schema": problem}},
-			}
-		}
-		o["responses"] = responses
-		path := openAPIPath(rt.path)
-		item, _ := paths[path].(map[string]any)
-		if item == nil {
-			item = map[string]any{}
-			paths[path] = item
-		}
-		item[strings.ToLower(rt.method)] = o
-	}
-	var tagList []any
-	names := make([]string, 0, len(tags))
-	for t := range tags {
-		names = append(names, t)
-	}
-	sort.Strings(names)
-	for _, t := range names {
-		tagList = append(tagList, map[string]any{"name": t})
-	}
-	return map[string]any{
-		"openapi": "3.1.0",
-		"info": map[string]any{
-			"title":   "Agent Bridge callback service",
-			"version": "1.0.0",
-			"description": "Outbound callbacks: authorized domains, callback configurations, event subscriptions and the " +
+// route is one entry of the route table, documented by op.
+func route(method, path string, h httpx.HandlerFunc, op operation) httpx.Route {
+	return httpx.Route{Method: method, Path: path, Handler: h, Doc: op.document(path)}
+}
+
+// openAPI builds the OpenAPI 3.1 document of the route table with the
+// toolkit's generator.
+func openAPI(routes []httpx.Route) map[string]any {
+	g := httpx.NewOpenAPI(schemaStyle)
+	g.Schema(httpx.Problem{})
+	g.Schema(FieldError{})
+	g.AddRoutes(routes)
+	return g.Build(httpx.Document{
+		Info: httpx.Info{
+			Title:   "Agent Bridge callback service",
+			Version: "1.0.0",
+			Description: "Outbound callbacks: authorized domains, callback configurations, event subscriptions and the " +
 				"executions that record every delivery attempt. Every operation needs the daemon's owner token " +
 				"(`Authorization: Bearer <contents of owner.token in the data directory>`). Errors are application/problem+json " +
 				"with a CB- code. See callbacks/README.md for the signature scheme and the execution states.",
 		},
-		"tags":    tagList,
-		"paths":   paths,
-		"servers": []any{map[string]any{"url": "/"}},
-		"components": map[string]any{
-			"schemas": g.defs,
-			"securitySchemes": map[string]any{
-				"ownerToken": map[string]any{"type": "http", "scheme": "bearer",
-					"description": "The daemon's owner token, from owner.token in the data directory"},
-			},
+		Servers:  []string{"/"},
+		ListTags: true,
+		SecuritySchemes: map[string]any{
+			"ownerToken": map[string]any{"type": "http", "scheme": "bearer",
+				"description": "The daemon's owner token, from owner.token in the data directory"},
 		},
-	}
+	})
 }
 
 // docRoutes serve the OpenAPI document and its offline UI (swagger.go).
-func (s *Service) docRoutes() []route {
-	return append([]route{{method: http.MethodGet, path: pathAPIDocs, public: true, h: s.handleAPIDocs}}, uiRoutes()...)
-}
-
-func (s *Service) handleAPIDocs(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	s.docOnce.Do(func() {
-		s.doc, _ = json.MarshalIndent(openAPI(s.routes()), "", "  ")
-	})
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-cache")
-	_, _ = w.Write(s.doc)
-	return nil
+func (s *Service) docRoutes() []httpx.Route {
+	doc := httpx.ServeDocument(func() map[string]any { return openAPI(s.routes()) })
+	serve := func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+		doc(w, r)
+		return nil
+	}
+	return append([]httpx.Route{{Method: http.MethodGet, Path: pathAPIDocs, Public: true, Undocumented: true, Handler: serve}}, uiRoutes()...)
 }

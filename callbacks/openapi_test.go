@@ -15,6 +15,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/agentbridge/bridge/httpx"
 	"github.com/agentbridge/bridge/httpx/docsui"
 )
 
@@ -54,9 +55,9 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	var registered []string
 	rec := &recordingRouter{Router: router, seen: &registered}
 	for _, rt := range h.svc.routes() {
-		rec.Handle(rt.method, rt.path, nil)
-		if !rt.public {
-			key := rt.method + " " + openAPIPath(rt.path)
+		rec.Handle(rt.Method, httpx.RouterPath(rt.Path), nil)
+		if !rt.Public {
+			key := rt.Method + " " + rt.Path
 			if !documented[key] {
 				t.Errorf("route %s is not documented", key)
 			}
@@ -186,8 +187,8 @@ func TestSwaggerUIServesThisDocumentFirst(t *testing.T) {
 	}
 	var public []string
 	for _, rt := range h.svc.routes() {
-		if rt.public && rt.method == http.MethodGet {
-			public = append(public, rt.path)
+		if rt.Public && rt.Method == http.MethodGet {
+			public = append(public, rt.Path)
 		}
 	}
 	sort.Strings(public)

@@ -2,7 +2,6 @@ package callbacks
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 
@@ -38,11 +37,17 @@ const (
 	maxReplayLimit     = 10_000
 )
 
-// RetryExecution makes a finished execution's delivery again, as a new
-// delivery (attempt 1, trigger MANUAL_RETRY, retryOf set) with a full budget
-// of attempts.
-func (s *Service) RetryExecution(ctx context.Context, id string) (Execution, error) {
-	ex, err := getExecution(ctx, s.db.Reader(), id)
+// Retry makes a finished execution's delivery again, as a new delivery
+// (attempt 1, trigger MANUAL_RETRY, retryOf set) with a full budget of
+// attempts: POST /callback-executions/retry (callbacks/README.md). It
+// reads the execution and the event's payload (execution_store.go) and
+// stores the new attempt with the event (persistJobs).
+func (s *Service) Retry(ctx context.Context, r RetryRequest) (Execution, error) {
+	id, ok := canonicalID(r.ExecutionID)
+	if !ok {
+		return Execution{}, &Error{Code: EInvalid, Message: "executionId must be a UUID", Fields: []FieldError{{Field: "executionId", Message: "must be a UUID"}}}
+	}
+	ex, err := s.execution(ctx, id)
 	if err != nil {
 		return Execution{}, err
 	}
@@ -65,7 +70,7 @@ func (s *Service) RetryExecution(ctx context.Context, id string) (Execution, err
 	if len(jobs) == 0 {
 		return Execution{}, fmt.Errorf("callbacks: retry of %s was not stored", id)
 	}
-	return getExecution(ctx, s.db.Reader(), jobs[0].execID)
+	return s.execution(ctx, jobs[0].execID)
 }
 
 // deliverableForAPI explains, as an API error, why a configuration cannot
@@ -127,34 +132,11 @@ func (s *Service) Replay(ctx context.Context, r ReplayRequest) (ReplayResult, er
 			return res, err
 		}
 	}
-	rows, err := s.db.Reader().QueryContext(ctx, `SELECT seq, id, event_type, topic, payload, received_at FROM callback_events
-		WHERE received_at >= ? AND received_at <= ? ORDER BY received_at, id LIMIT ?`, store.Millis(since), store.Millis(until), limit+1)
+	events, seqs, last, truncated, err := s.eventsReceived(ctx, since, until, limit)
 	if err != nil {
 		return res, fmt.Errorf("callbacks: replay: %w", err)
 	}
-	var events []Event
-	var seqs []int64
-	var last int64
-	for rows.Next() {
-		if len(events) == limit {
-			res.Truncated = true
-			break
-		}
-		var ev Event
-		var seq int64
-		var payload []byte
-		if err := rows.Scan(&seq, &ev.ID, &ev.Type, &ev.Topic, &payload, &last); err != nil {
-			rows.Close()
-			return res, fmt.Errorf("callbacks: replay: %w", err)
-		}
-		ev.Payload = payload
-		events = append(events, ev)
-		seqs = append(seqs, seq)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return res, fmt.Errorf("callbacks: replay: %w", err)
-	}
+	res.Truncated = truncated
 	res.Events = len(events)
 	if len(events) > 0 {
 		res.LastReceivedAt = store.OptFromMillis(last)
@@ -180,20 +162,7 @@ func (s *Service) Replay(ctx context.Context, r ReplayRequest) (ReplayResult, er
 	if len(jobs) == 0 {
 		return res, nil
 	}
-	err = s.db.Write(ctx, func(tx *sql.Tx) error {
-		stmt, err := tx.Prepare(insertExecSQL)
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
-		for _, j := range jobs {
-			if _, err := insertJob(stmt, j, now); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if err := s.insertJobs(ctx, jobs, now); err != nil {
 		return res, fmt.Errorf("callbacks: replay: %w", err)
 	}
 	res.Deliveries = len(jobs)

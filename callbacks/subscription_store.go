@@ -169,3 +169,13 @@ func (s *Service) subsChanged(ctx context.Context) {
 		s.log.Error("callbacks: register subscription listeners", "err", err)
 	}
 }
+
+// sub reads one event subscription (404 when unknown).
+func (s *Service) sub(ctx context.Context, id string) (EventSubscription, error) {
+	return getSub(ctx, s.db.Reader(), id)
+}
+
+// filterSubs runs a FilterRequest on the event subscriptions.
+func (s *Service) filterSubs(ctx context.Context, req FilterRequest) (*PaginationResponse[EventSubscription], error) {
+	return filterWith(ctx, s, subResource, subColumns, scanSub, req)
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
+	"github.com/agentbridge/bridge/httpx"
 	"github.com/agentbridge/bridge/httpx/docsui"
 )
 
@@ -14,7 +15,7 @@ const pathSwaggerAssets = "/swagger-ui/"
 
 // uiRoutes serve Swagger UI at /swagger-ui.html (callbacks/README.md), showing this
 // service's document first and offering the daemon's others (docsui).
-func uiRoutes() []route {
+func uiRoutes() []httpx.Route {
 	ui, err := docsui.New(pathSwaggerUI, pathSwaggerAssets, docsui.Documents("callbacks"))
 	if err != nil {
 		return nil // fixed, valid arguments: cannot happen
@@ -25,15 +26,15 @@ func uiRoutes() []route {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
-	routes := make([]route, 0, 2*len(paths))
+	routes := make([]httpx.Route, 0, 2*len(paths))
 	for _, p := range paths {
 		h := handlers[p]
 		serve := func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 			h.ServeHTTP(w, r)
 			return nil
 		}
-		routes = append(routes, route{method: http.MethodGet, path: p, public: true, h: serve},
-			route{method: http.MethodHead, path: p, public: true, h: serve})
+		routes = append(routes, httpx.Route{Method: http.MethodGet, Path: p, Public: true, Undocumented: true, Handler: serve},
+			httpx.Route{Method: http.MethodHead, Path: p, Public: true, Undocumented: true, Handler: serve})
 	}
 	return routes
 }

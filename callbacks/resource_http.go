@@ -1,22 +1,14 @@
 package callbacks
 
-import (
-	"context"
-)
-
 func (s *Service) domainCRUD() crud[DomainInput, AuthorizedDomain] {
 	return crud[DomainInput, AuthorizedDomain]{
 		base: pathDomains, tag: "authorized-domains", what: "authorized domain",
 		create: s.createDomain,
-		get: func(ctx context.Context, id string) (AuthorizedDomain, error) {
-			return getDomain(ctx, s.db.Reader(), id)
-		},
+		get:    s.domain,
 		update: s.updateDomain,
 		del:    s.deleteDomain,
-		filter: func(ctx context.Context, req FilterRequest) (*PaginationResponse[AuthorizedDomain], error) {
-			return filterWith(ctx, s, domainResource, domainColumns, scanDomain, req)
-		},
-		idOf: func(d AuthorizedDomain) string { return d.ID },
+		filter: s.filterDomains,
+		idOf:   func(d AuthorizedDomain) string { return d.ID },
 		createNotes: "The domain matches a URL's host exactly (any port), and every subdomain too when includeSubdomains is true. " +
 			"Removing or narrowing a domain stops deliveries to it at once: their pending attempts are CANCELLED. " +
 			"409 when the domain is already on the list.",
@@ -28,15 +20,11 @@ func (s *Service) configCRUD() crud[ConfigurationInput, Configuration] {
 	return crud[ConfigurationInput, Configuration]{
 		base: pathConfigs, tag: "callback-configurations", what: "callback configuration",
 		create: s.createConfig,
-		get: func(ctx context.Context, id string) (Configuration, error) {
-			return getConfig(ctx, s.db.Reader(), id)
-		},
+		get:    s.config,
 		update: s.updateConfig,
 		del:    s.deleteConfig,
-		filter: func(ctx context.Context, req FilterRequest) (*PaginationResponse[Configuration], error) {
-			return filterWith(ctx, s, configResource, configColumns, scanConfig, req)
-		},
-		idOf: func(c Configuration) string { return c.ID },
+		filter: s.filterConfigs,
+		idOf:   func(c Configuration) string { return c.ID },
 		createNotes: "The URL's host must be an authorized domain (409 CB-DOMAIN-NOT-AUTHORIZED otherwise); 409 CB-CONFLICT for a duplicate name. " +
 			"The secret is write-only: it is stored encrypted and never returned (secretSet says whether one is stored). " +
 			"On update, an omitted secret keeps the stored one, a new one rotates it (the old one keeps signing during " +
@@ -49,15 +37,11 @@ func (s *Service) subCRUD() crud[SubscriptionInput, EventSubscription] {
 	return crud[SubscriptionInput, EventSubscription]{
 		base: pathSubscriptions, tag: "event-subscriptions", what: "event subscription",
 		create: s.createSub,
-		get: func(ctx context.Context, id string) (EventSubscription, error) {
-			return getSub(ctx, s.db.Reader(), id)
-		},
+		get:    s.sub,
 		update: s.updateSub,
 		del:    s.deleteSub,
-		filter: func(ctx context.Context, req FilterRequest) (*PaginationResponse[EventSubscription], error) {
-			return filterWith(ctx, s, subResource, subColumns, scanSub, req)
-		},
-		idOf: func(sub EventSubscription) string { return sub.ID },
+		filter: s.filterSubs,
+		idOf:   func(sub EventSubscription) string { return sub.ID },
 		createNotes: "Creating, changing or deactivating a subscription takes effect at once (the broker listeners are re-registered). " +
 			"Only events published after the subscription became active (activeSince) are delivered; replay older ones. " +
 			"409 for a duplicate name.",

@@ -16,9 +16,9 @@ import (
 //	POST   {base}          create   201 + Location
 //	GET    {base}          list     200 PaginationResponse (?page=&size=&cursor=)
 //	POST   {base}/filter   filter   200 PaginationResponse
-//	GET    {base}/:id      read     200
-//	PUT    {base}/:id      update   200 (replaces the resource)
-//	DELETE {base}/:id      delete   204
+//	GET    {base}/{id}     read     200
+//	PUT    {base}/{id}     update   200 (replaces the resource)
+//	DELETE {base}/{id}     delete   204
 type crud[In, Out any] struct {
 	base, tag, what string // what: "authorized domain"
 	create          func(ctx context.Context, in In) (Out, error)
@@ -31,28 +31,28 @@ type crud[In, Out any] struct {
 	createErrs      []int  // statuses beyond 400/401/413/415/422
 }
 
-func (c crud[In, Out]) routes() []route {
+func (c crud[In, Out]) routes() []httpx.Route {
 	var in In
 	var out Out
 	var page PaginationResponse[Out]
 	writeErrs := append([]int{400, 401, 413, 415, 422}, c.createErrs...)
-	return []route{
-		{method: http.MethodPost, path: c.base, h: c.handleCreate, op: operation{
+	return []httpx.Route{
+		route(http.MethodPost, c.base, c.handleCreate, operation{
 			id: "create", tag: c.tag, summary: "Create a " + c.what, description: c.createNotes,
-			body: in, status: http.StatusCreated, resp: out, errs: writeErrs}},
-		{method: http.MethodGet, path: c.base, h: c.handleList, op: operation{
+			body: in, status: http.StatusCreated, resp: out, errs: writeErrs}),
+		route(http.MethodGet, c.base, c.handleList, operation{
 			id: "list", tag: c.tag, summary: "List " + c.what + "s, one page at a time",
-			query: pageParams, status: http.StatusOK, resp: page, errs: []int{400, 401, 422}}},
-		{method: http.MethodPost, path: c.base + "/filter", h: c.handleFilter, op: operation{
+			query: pageParams, status: http.StatusOK, resp: page, errs: []int{400, 401, 422}}),
+		route(http.MethodPost, c.base+"/filter", c.handleFilter, operation{
 			id: "filter", tag: c.tag, summary: "Filter, sort and page " + c.what + "s",
-			body: FilterRequest{}, status: http.StatusOK, resp: page, errs: []int{400, 401, 413, 415, 422}}},
-		{method: http.MethodGet, path: c.base + "/:id", h: c.handleGet, op: operation{
-			id: "get", tag: c.tag, summary: "Read a " + c.what, status: http.StatusOK, resp: out, errs: []int{401, 404}}},
-		{method: http.MethodPut, path: c.base + "/:id", h: c.handleUpdate, op: operation{
+			body: FilterRequest{}, status: http.StatusOK, resp: page, errs: []int{400, 401, 413, 415, 422}}),
+		route(http.MethodGet, c.base+"/{id}", c.handleGet, operation{
+			id: "get", tag: c.tag, summary: "Read a " + c.what, status: http.StatusOK, resp: out, errs: []int{401, 404}}),
+		route(http.MethodPut, c.base+"/{id}", c.handleUpdate, operation{
 			id: "update", tag: c.tag, summary: "Replace a " + c.what, description: c.createNotes,
-			body: in, status: http.StatusOK, resp: out, errs: append(writeErrs, 404)}},
-		{method: http.MethodDelete, path: c.base + "/:id", h: c.handleDelete, op: operation{
-			id: "delete", tag: c.tag, summary: "Delete a " + c.what, status: http.StatusNoContent, errs: []int{401, 404}}},
+			body: in, status: http.StatusOK, resp: out, errs: append(writeErrs, 404)}),
+		route(http.MethodDelete, c.base+"/{id}", c.handleDelete, operation{
+			id: "delete", tag: c.tag, summary: "Delete a " + c.what, status: http.StatusNoContent, errs: []int{401, 404}}),
 	}
 }
 
@@ -138,18 +138,9 @@ func (c crud[In, Out]) handleDelete(w http.ResponseWriter, r *http.Request, p ht
 	return nil
 }
 
-// filterWith runs a FilterRequest against a resource.
-func filterWith[T any](ctx context.Context, s *Service, r *resource, columns string, scan rowScanner[T], req FilterRequest) (*PaginationResponse[T], error) {
-	c, err := r.compile(req, s.cursors)
-	if err != nil {
-		return nil, err
-	}
-	return runFilter(ctx, s.db.Reader(), r, columns, c, s.cursors, scan)
-}
-
 // routes is the service's route table.
-func (s *Service) routes() []route {
-	var rs []route
+func (s *Service) routes() []httpx.Route {
+	var rs []httpx.Route
 	rs = append(rs, s.domainCRUD().routes()...)
 	rs = append(rs, s.configCRUD().routes()...)
 	rs = append(rs, s.subCRUD().routes()...)

@@ -12,37 +12,33 @@ import (
 // query parameters.
 var executionQueryFields = []string{"configurationId", "deliveryId", "eventId", "eventType", "state", "trigger"}
 
-func (s *Service) executionRoutes() []route {
+func (s *Service) executionRoutes() []httpx.Route {
 	var page PaginationResponse[Execution]
 	query := append([]param{}, pageParams...)
 	for _, f := range executionQueryFields {
 		query = append(query, param{name: f, doc: "only executions whose " + f + " equals this"})
 	}
-	return []route{
-		{method: http.MethodGet, path: pathExecutions, h: s.handleListExecutions, op: operation{
+	return []httpx.Route{
+		route(http.MethodGet, pathExecutions, s.handleListExecutions, operation{
 			id: "list", tag: "callback-executions", summary: "Query executions (newest first)",
-			query: query, status: http.StatusOK, resp: page, errs: []int{400, 401, 422}}},
-		{method: http.MethodPost, path: pathExecutions + "/filter", h: s.handleFilterExecutions, op: operation{
+			query: query, status: http.StatusOK, resp: page, errs: []int{400, 401, 422}}),
+		route(http.MethodPost, pathExecutions+"/filter", s.handleFilterExecutions, operation{
 			id: "filter", tag: "callback-executions", summary: "Filter, sort and page executions",
-			body: FilterRequest{}, status: http.StatusOK, resp: page, errs: []int{400, 401, 413, 415, 422}}},
-		{method: http.MethodGet, path: pathExecutions + "/:id", h: s.handleGetExecution, op: operation{
-			id: "get", tag: "callback-executions", summary: "Read an execution", status: http.StatusOK, resp: Execution{}, errs: []int{401, 404}}},
-		{method: http.MethodPost, path: pathExecutions + "/retry", h: s.handleRetry, op: operation{
+			body: FilterRequest{}, status: http.StatusOK, resp: page, errs: []int{400, 401, 413, 415, 422}}),
+		route(http.MethodGet, pathExecutions+"/{id}", s.handleGetExecution, operation{
+			id: "get", tag: "callback-executions", summary: "Read an execution", status: http.StatusOK, resp: Execution{}, errs: []int{401, 404}}),
+		route(http.MethodPost, pathExecutions+"/retry", s.handleRetry, operation{
 			id: "retry", tag: "callback-executions", summary: "Deliver a finished execution's event again",
 			description: "Starts a new delivery (attempt 1, trigger MANUAL_RETRY, retryOf set) with a full budget of attempts. " +
 				"404 for an unknown execution; 409 while the execution is still open, when its configuration is deleted or not ACTIVE, " +
 				"when its domain is no longer authorized (CB-DOMAIN-NOT-AUTHORIZED) or when the event's payload is no longer retained (CB-EVENT-EXPIRED).",
-			body: RetryRequest{}, status: http.StatusCreated, resp: Execution{}, errs: []int{400, 401, 404, 409, 413, 415, 422}}},
-		{method: http.MethodPost, path: pathExecutions + "/replay", h: s.handleReplay, op: operation{
+			body: RetryRequest{}, status: http.StatusCreated, resp: Execution{}, errs: []int{400, 401, 404, 409, 413, 415, 422}}),
+		route(http.MethodPost, pathExecutions+"/replay", s.handleReplay, operation{
 			id: "replay", tag: "callback-executions", summary: "Deliver the events received since a time again",
 			description: "Each event received in [since, until] becomes a new delivery (trigger REPLAY) to every ACTIVE configuration " +
 				"subscribed to its type, or to configurationId only. 404 for an unknown configuration, 409 when it cannot take deliveries.",
-			body: ReplayRequest{}, status: http.StatusAccepted, resp: ReplayResult{}, errs: []int{400, 401, 404, 409, 413, 415, 422}}},
+			body: ReplayRequest{}, status: http.StatusAccepted, resp: ReplayResult{}, errs: []int{400, 401, 404, 409, 413, 415, 422}}),
 	}
-}
-
-func (s *Service) filterExecutions(r *http.Request, req FilterRequest) (*PaginationResponse[Execution], error) {
-	return filterWith(r.Context(), s, execResource, execColumns, scanExec, req)
 }
 
 func (s *Service) handleListExecutions(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
@@ -50,7 +46,7 @@ func (s *Service) handleListExecutions(w http.ResponseWriter, r *http.Request, _
 	if err != nil {
 		return err
 	}
-	page, err := s.filterExecutions(r, req)
+	page, err := s.filterExecutions(r.Context(), req)
 	if err != nil {
 		return err
 	}
@@ -63,7 +59,7 @@ func (s *Service) handleFilterExecutions(w http.ResponseWriter, r *http.Request,
 	if err != nil {
 		return err
 	}
-	page, err := s.filterExecutions(r, req)
+	page, err := s.filterExecutions(r.Context(), req)
 	if err != nil {
 		return err
 	}
@@ -76,7 +72,7 @@ func (s *Service) handleGetExecution(w http.ResponseWriter, r *http.Request, p h
 	if err != nil {
 		return err
 	}
-	ex, err := getExecution(r.Context(), s.db.Reader(), id)
+	ex, err := s.execution(r.Context(), id)
 	if err != nil {
 		return err
 	}
@@ -89,11 +85,7 @@ func (s *Service) handleRetry(w http.ResponseWriter, r *http.Request, _ httprout
 	if err != nil {
 		return err
 	}
-	id, ok := canonicalID(req.ExecutionID)
-	if !ok {
-		return &Error{Code: EInvalid, Message: "executionId must be a UUID", Fields: []FieldError{{Field: "executionId", Message: "must be a UUID"}}}
-	}
-	ex, err := s.RetryExecution(r.Context(), id)
+	ex, err := s.Retry(r.Context(), req)
 	if err != nil {
 		return err
 	}

@@ -218,6 +218,9 @@ func TestDebugSessionCreateRefusals(t *testing.T) {
 	h.problem(422, sim.CodeRequest, h.post(P, op, map[string]any{"artifact": f.flow, "now": "yesterday"}))
 	h.problem(422, sim.CodeRequest, h.post(P, op, map[string]any{"artifact": map[string]any{"format": "x"}}))
 	h.problem(422, sim.CodeRequest, f.create(op, f.flow, `{}`, greetMocks)) // name is required
+	for _, in := range []string{`"x"`, `[1]`, `null`, `3`} {                // a run's input is an object, as POST E/runs requires
+		h.problem(422, sim.CodeRequest, h.post(P, op, map[string]any{"artifact": f.human, "input": json.RawMessage(in)}))
+	}
 	h.problem(422, sim.CodeMockKey, f.create(op, f.flow, `{"name":"a"}`, `{"action:acme/other@1":{"output":{}}}`))
 	h.problem(422, sim.CodeMockKey, f.create(op, f.flow, `{"name":"a"}`, `{"tool:search":{"output":{}}}`))
 	h.problem(422, sim.CodeMockOutput, f.create(op, f.flow, `{"name":"a"}`, `{"action:acme/greet@1":{"output":{"name":7}}}`))

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -186,6 +187,10 @@ func (c Command) Kind() string {
 // workflow's input schema refuses is PF-DEBUG-REQUEST; a secret-marked
 // value in it PF-SCHEMA-SECRET_VALUE.
 func Begin(p *Program, s *Session) error {
+	// A run's input is a JSON object, as POST E/runs requires.
+	if in := bytes.TrimSpace(s.Input); len(in) == 0 || in[0] != '{' {
+		return refuse(CodeRequest, "/input", "the input must be a JSON object")
+	}
 	if loc, ok := secretAt(s.Input, p.secrets.Input); ok {
 		return refuse(CodeSecretValue, "/input"+loc, "the input holds a value the workflow's input schema marks secret")
 	}
@@ -516,10 +521,11 @@ func (r *runner) once(pause kernel.Pause) (bool, error) {
 		r.cross(Boundary{Kind: "timer", NodeID: t.NodeID, Instance: t.Instance, Due: &t.Due})
 		return true, r.internal(err)
 	}
-	if len(s.State.ActiveIncidents()) > 0 {
-		return false, nil
-	}
-	if len(s.State.Ready) > 0 {
+	// An incident suspends the run: nothing is reduced, but work already
+	// issued still ends and its outcome is recorded, as in production
+	// (docs/platform-api.md, "Debug sessions", work order).
+	suspended := len(s.State.ActiveIncidents()) > 0
+	if !suspended && len(s.State.Ready) > 0 {
 		if !r.spend(false) {
 			return false, nil
 		}
@@ -545,6 +551,9 @@ func (r *runner) once(pause kernel.Pause) (bool, error) {
 			return false, nil
 		}
 		return true, err
+	}
+	if suspended {
+		return false, nil
 	}
 	if t, ok := kernel.NextDue(s.State); ok && t.Kind == kernel.TimerRetryBackoff {
 		if t.Due.Sub(s.Start) > r.lim.VirtualTime {

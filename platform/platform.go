@@ -207,6 +207,7 @@ func New(ctx context.Context, d daemon.Deps, o Options) (*Service, error) {
 		return nil, err
 	}
 	s.engine.AddPhase("end expired step tests and test activations", s.tests.Expire)
+	s.engine.SetTestGate(s.tests)
 	if s.sim, err = sim.New(sim.Options{DB: d.DB, Logger: log, Now: now, Limits: o.SimLimits}); err != nil {
 		return nil, err
 	}

@@ -50,10 +50,54 @@ const toolPoll = 20 * time.Millisecond
 // is pinned and validates the input, then issues the action as a task of
 // its own) and waits up to wait for the call to end. A refusal is a
 // *kernel.Error with its code.
+//
+// A test run's call goes through the test gate first (SetTestGate): it
+// may be answered with a mock, refused, or held until confirmed.
 func (s *Service) CallTool(ctx context.Context, c ToolCall, wait time.Duration) (ToolResult, error) {
-	res, err := s.callTool(ctx, c, wait)
+	res, err := s.gatedCall(ctx, c, wait)
 	res.RedactedInput, res.RedactedOutput = s.redactToolCall(ctx, c, res.Output)
 	return res, err
+}
+
+// gatedCall asks the test gate of a test run how c is served, then serves
+// it.
+func (s *Service) gatedCall(ctx context.Context, c ToolCall, wait time.Duration) (ToolResult, error) {
+	g, r, err := s.testGate(ctx, c.RunID)
+	if errors.Is(err, errNotFound) {
+		return ToolResult{}, fmt.Errorf("engine: run %s: %w", c.RunID, errNotFound)
+	}
+	if err != nil {
+		return ToolResult{}, err
+	}
+	if g == nil {
+		return s.callTool(ctx, c, wait)
+	}
+	agent := r.State.Tasks[c.AgentTaskID]
+	if agent == nil || agent.Status != kernel.TaskRunning {
+		return ToolResult{}, ErrAgentEnded
+	}
+	in, _ := s.redactToolCall(ctx, c, nil)
+	d, err := g.GateTool(ctx, GatedCall{ToolCall: c, NodeID: agent.Node, Instance: agent.Instance, RedactedInput: in})
+	switch {
+	case err != nil:
+		return ToolResult{}, err
+	case d.Refuse != nil:
+		return ToolResult{Done: true, Error: d.Refuse}, nil
+	case d.Mock != nil:
+		return ToolResult{Done: true, Output: d.Mock}, nil
+	}
+	return s.callTool(ctx, c, wait)
+}
+
+// CheckToolOutput answers the refusal output would get as the output of
+// tool, a tool of the agent step node of the published workflow version
+// (a mocked call's answer must fit the tool's pinned output schema).
+func (s *Service) CheckToolOutput(ctx context.Context, project, versionID, node, tool string, output json.RawMessage) error {
+	p, err := s.program(ctx, s.db.Reader(), project, versionID)
+	if err != nil {
+		return err
+	}
+	return p.p.CheckSpecOutput(&kernel.TaskSpec{NodeID: node, Ref: tool, ToolCall: &kernel.ToolCallRef{}}, output)
 }
 
 // redactToolCall answers a call's input and output redacted with its run

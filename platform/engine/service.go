@@ -67,6 +67,7 @@ type Service struct {
 	mu       sync.Mutex
 	programs map[string]*program // by published version id
 	agents   AgentRunner
+	gate     TestGate // agent steps of step tests (SetTestGate)
 	// inFlight holds the cancel functions of dispatched calls, by task id.
 	inFlight      map[string]context.CancelFunc
 	inFlightCount atomic.Int64

@@ -61,7 +61,7 @@ func (s *Service) compileDraft(ctx context.Context, sc auth.Scope, code, id stri
 
 // binding is a test artifact stored with its test activation.
 type binding struct {
-	activationID, digest string
+	activationID, versionID, digest string
 }
 
 // bind stores art (compiled from d) as a test version with an active test
@@ -80,7 +80,7 @@ func (s *Service) bind(ctx context.Context, tx *sql.Tx, sc auth.Scope, d draft, 
 		Bindings: bindings, By: by, At: at}); err != nil {
 		return binding{}, err
 	}
-	return binding{activationID: aid, digest: digest}, nil
+	return binding{activationID: aid, versionID: vid, digest: digest}, nil
 }
 
 // checkBindings applies the activation rules to connection or release

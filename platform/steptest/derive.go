@@ -44,9 +44,10 @@ var callKinds = map[string]bool{string(lang.StepAction): true, string(lang.StepA
 	string(lang.StepWorkflow): true}
 
 // nodeEffect is the side effect class of one artifact node: an action's
-// class; an agent's unsafe when it may call real tools; a called
-// workflow's unsafe (its own steps are not inspected here); none else.
-func nodeEffect(n map[string]any, realTools bool) string {
+// class; an agent's the strongest of read_only (the agent itself) and its
+// tools that run for real (real); a called workflow's unsafe (its own
+// steps are not inspected here); none else.
+func (a artifact) nodeEffect(n map[string]any, real []string) string {
 	switch n["kind"] {
 	case string(lang.StepAction):
 		if se, _ := n["sideEffect"].(string); effectRank[se] > 0 {
@@ -54,14 +55,41 @@ func nodeEffect(n map[string]any, realTools bool) string {
 		}
 		return lang.SideEffectUnsafe
 	case string(lang.StepAgent):
-		if realTools {
-			return lang.SideEffectUnsafe
+		effect := lang.SideEffectReadOnly
+		for _, ref := range real {
+			effect = stronger(effect, a.toolEffect(ref))
 		}
-		return lang.SideEffectReadOnly
+		return effect
 	case string(lang.StepWorkflow):
 		return lang.SideEffectUnsafe
 	}
 	return SideEffectNone
+}
+
+// toolEffect is the side effect class of an agent tool (an action
+// reference) as the artifact's reference table records it; unsafe when
+// it records none.
+func (a artifact) toolEffect(ref string) string {
+	refs, _ := a.raw["references"].(map[string]any)
+	entry, _ := refs[lang.KindAction+":"+ref].(map[string]any)
+	if se, _ := entry["sideEffect"].(string); effectRank[se] > 0 {
+		return se
+	}
+	return lang.SideEffectUnsafe
+}
+
+// agentTools lists the tools an agent node declares.
+func agentTools(n map[string]any) []string {
+	var out []string
+	if ag, ok := n["agent"].(map[string]any); ok {
+		list, _ := ag["tools"].([]any)
+		for _, t := range list {
+			if s, ok := t.(string); ok {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
 }
 
 // artifact is a decoded workflow artifact.
@@ -92,11 +120,12 @@ func decodeArtifact(b []byte) (artifact, error) {
 	return a, nil
 }
 
-// draftEffect is the strongest side effect class of a draft's steps.
+// draftEffect is the strongest side effect class of a draft's steps; the
+// agents of a test activation's runs call their tools for real.
 func (a artifact) draftEffect() string {
 	effect := SideEffectNone
 	for _, n := range a.nodes {
-		effect = stronger(effect, nodeEffect(n, false))
+		effect = stronger(effect, a.nodeEffect(n, agentTools(n)))
 	}
 	return effect
 }
@@ -105,8 +134,9 @@ func (a artifact) draftEffect() string {
 // node and the entry, without its transitions; a calling step takes the
 // run input as its input; the run input is any object, the output is the
 // step outputs, and the run times out after limit (the step test's time
-// limit, enforced by the kernel's run timeout).
-func (a artifact) oneStep(stepID, kind string, realTools bool, limit time.Duration) ([]byte, string, error) {
+// limit, enforced by the kernel's run timeout). real are the tools an
+// agent step runs for real.
+func (a artifact) oneStep(stepID, kind string, real []string, limit time.Duration) ([]byte, string, error) {
 	var node map[string]any
 	for _, n := range a.nodes {
 		if n["id"] == stepID {
@@ -148,7 +178,7 @@ func (a artifact) oneStep(stepID, kind string, realTools bool, limit time.Durati
 	if err != nil {
 		return nil, "", fmt.Errorf("steptest: encode artifact: %w", err)
 	}
-	return b, nodeEffect(node, realTools), nil
+	return b, a.nodeEffect(node, real), nil
 }
 
 // withTimeout is the artifact b with the run timeout limit (a test

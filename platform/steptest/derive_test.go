@@ -2,6 +2,7 @@ package steptest
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 )
@@ -11,7 +12,8 @@ const testArtifact = `{"format":"agentbridge.workflow/v1","kind":"workflow","id"
 "nodes":[{"id":"a","kind":"action","sideEffect":"unsafe","next":"b","with":{"object":{"x":{"expr":"input.x"}}}},
 {"id":"b","kind":"human","next":null,"onTimeout":{"next":"a"}},
 {"id":"c","kind":"switch","next":null},
-{"id":"d","kind":"agent","agent":{"tools":["search"]}}]}`
+{"id":"d","kind":"agent","agent":{"tools":["search","acme/read@1","acme/put@1"]}}],
+"references":{"action:acme/read@1":{"sideEffect":"read_only"},"action:acme/put@1":{"sideEffect":"idempotent"}}}`
 
 func TestOneStep(t *testing.T) {
 	a, err := decodeArtifact([]byte(testArtifact))
@@ -21,7 +23,7 @@ func TestOneStep(t *testing.T) {
 	if a.workflowID != "acme/t" || a.version != 2 || a.draftEffect() != "unsafe" {
 		t.Fatalf("%+v %s", a, a.draftEffect())
 	}
-	b, effect, err := a.oneStep("a", "action", false, 5*time.Second)
+	b, effect, err := a.oneStep("a", "action", nil, 5*time.Second)
 	if err != nil || effect != "unsafe" {
 		t.Fatal(err, effect)
 	}
@@ -41,22 +43,27 @@ func TestOneStep(t *testing.T) {
 		t.Fatalf("input %s", in)
 	}
 	// The human step keeps its own fields but loses its transitions.
-	b, effect, err = a.oneStep("b", "human", false, time.Second)
+	b, effect, err = a.oneStep("b", "human", nil, time.Second)
 	if err != nil || effect != "none" {
 		t.Fatal(err, effect)
 	}
 	if json.Unmarshal(b, &out) != nil || out["nodes"].([]any)[0].(map[string]any)["onTimeout"] != nil {
 		t.Fatalf("%s", b)
 	}
-	// Agents are unsafe only with real tools.
-	if _, effect, _ := a.oneStep("d", "agent", true, time.Second); effect != "unsafe" {
-		t.Fatal(effect)
-	}
-	if _, effect, _ := a.oneStep("d", "agent", false, time.Second); effect != "read_only" {
-		t.Fatal(effect)
+	// An agent's class is the strongest of read_only and its real tools'
+	// (a tool the references do not describe is unsafe).
+	for real, want := range map[string]string{"": "read_only", "acme/read@1": "read_only", "acme/put@1": "idempotent",
+		"acme/read@1,acme/put@1": "idempotent", "search": "unsafe", "acme/put@1,search": "unsafe"} {
+		var tools []string
+		if real != "" {
+			tools = strings.Split(real, ",")
+		}
+		if _, effect, _ := a.oneStep("d", "agent", tools, time.Second); effect != want {
+			t.Fatalf("real tools %q: %s, want %s", real, effect, want)
+		}
 	}
 	for step, kind := range map[string]string{"c": "switch", "zz": "action", "a": "human"} {
-		if _, _, err := a.oneStep(step, kind, false, time.Second); err == nil {
+		if _, _, err := a.oneStep(step, kind, nil, time.Second); err == nil {
 			t.Fatalf("%s %s accepted", step, kind)
 		}
 	}

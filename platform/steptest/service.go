@@ -25,6 +25,7 @@ type Runs interface {
 	CancelRun(ctx context.Context, sc auth.Scope, runID, reason string) error
 	PendingPeople(ctx context.Context, env, runID string) ([]engine.PendingPerson, error)
 	CompleteHuman(ctx context.Context, sc auth.Scope, id, by, decision string) error
+	CheckToolOutput(ctx context.Context, project, versionID, node, tool string, output json.RawMessage) error
 }
 
 // Keys answers the signing key of a webhook trigger of an environment
@@ -54,6 +55,7 @@ type Service struct {
 	log   *slog.Logger
 	now   func() time.Time
 	newID func() string
+	waits *waiters
 }
 
 // New builds the service.
@@ -70,7 +72,7 @@ func New(o Options) (*Service, error) {
 	if o.NewID == nil {
 		o.NewID = func() string { return uuid.Must(uuid.NewV7()).String() }
 	}
-	return &Service{db: o.DB, box: o.Box, runs: o.Runs, keys: o.Keys, log: o.Logger, now: o.Now, newID: o.NewID}, nil
+	return &Service{db: o.DB, box: o.Box, runs: o.Runs, keys: o.Keys, log: o.Logger, now: o.Now, newID: o.NewID, waits: newWaiters()}, nil
 }
 
 // timestamp is the clock's time at the stored precision (milliseconds).
@@ -97,6 +99,7 @@ const (
 	CodeKind           = "PF-STEPTEST-KIND"
 	CodeTools          = "PF-STEPTEST-TOOLS"
 	CodeAnswer         = "PF-STEPTEST-ANSWER"
+	CodeAnswered       = "PF-STEPTEST-ANSWERED"
 	CodeEnded          = "PF-STEPTEST-ENDED"
 	CodeExpired        = "PF-TESTACTIVATION-EXPIRED"
 	CodeActivationRef  = "PF-TESTACTIVATION-SECRET"

@@ -51,8 +51,8 @@ type StepTestRequest struct {
 	ConnectionBindings     map[string]string          `json:"connection_bindings,omitempty" doc:"binding name to connection id (at most 100)"`
 	ReleaseBindings        map[string]string          `json:"release_bindings,omitempty" doc:"binding name to release id (at most 100)"`
 	AcknowledgedSideEffect string                     `json:"acknowledged_side_effect,omitempty" doc:"the step's side effect class, required when it is idempotent, idempotency_key or unsafe"`
-	ToolMocks              map[string]json.RawMessage `json:"tool_mocks,omitempty" doc:"agent steps: tool name to the output the tool answers instead of running"`
-	RealTools              []string                   `json:"real_tools,omitempty" doc:"agent steps: tools that really run (the step is then unsafe)"`
+	ToolMocks              map[string]json.RawMessage `json:"tool_mocks,omitempty" doc:"agent steps: tool name (its action reference) to the output the tool answers instead of running; it must fit the tool's output schema"`
+	RealTools              []string                   `json:"real_tools,omitempty" doc:"agent steps: tools that really run (the step's class is then the strongest of theirs; each call of a side-effecting one waits for a confirm answer); other tools are refused"`
 	TimeoutSeconds         int                        `json:"timeout_seconds,omitempty" doc:"1..300 (agent steps 1..900); default the maximum"`
 }
 
@@ -86,6 +86,12 @@ type PendingItem struct {
 	NodeID      string   `json:"node_id"`
 	InstanceKey string   `json:"instance_key"`
 	Decisions   []string `json:"decisions,omitempty" doc:"person: the step's decisions; confirm: true answers the first, false the last"`
+	// Tool, SideEffect and Input describe a confirm item's call.
+	Tool       string          `json:"tool,omitempty" doc:"confirm: the tool (action reference) the agent calls"`
+	SideEffect string          `json:"side_effect,omitempty" doc:"confirm: the tool's side effect class"`
+	Input      json.RawMessage `json:"input,omitempty" doc:"confirm: the call's input, secret values redacted"`
+	Output     json.RawMessage `json:"output,omitempty" doc:"review: the agent's answer, secret values redacted"`
+	CreatedAt  *time.Time      `json:"created_at,omitempty" doc:"confirm and review: when the item was raised"`
 }
 
 // StepTestAnswer is the body of POST E/step-tests/{id}/answers.
@@ -101,6 +107,8 @@ type options struct {
 	ReleaseBindings    map[string]string          `json:"release_bindings,omitempty"`
 	ToolMocks          map[string]json.RawMessage `json:"tool_mocks,omitempty"`
 	RealTools          []string                   `json:"real_tools,omitempty"`
+	// RealToolEffects are the side effect classes of RealTools, by name.
+	RealToolEffects map[string]string `json:"real_tool_effects,omitempty"`
 }
 
 // checkStepTest applies the request rules that need no stored state and

@@ -22,7 +22,10 @@ func (s *Service) stepTestRoutes() []api.Route {
 			Response: StepTest{}},
 		{Method: http.MethodPost, Path: base + "/{id}/answers", Capability: auth.CapStepTest, Handler: s.answerStep,
 			OperationID: "answerStepTest", Tag: tagTests, Summary: "Answer a pending item of a waiting step test",
-			Description: "422 PF-STEPTEST-ANSWER when nothing pending has that instance_key, PF-STEPTEST-ENDED once the step test ended.",
+			Description: "confirm items: true runs the held agent tool call, false refuses it; review items: true applies the agent's answer, " +
+				"false fails the step test; person items: true the first decision, false the last. " +
+				"422 PF-STEPTEST-ENDED once the step test ended, PF-STEPTEST-ANSWERED for an item answered before, " +
+				"PF-STEPTEST-ANSWER when nothing pending has that instance_key.",
 			Request:     StepTestAnswer{}, Response: StepTest{}},
 		{Method: http.MethodPost, Path: base + "/{id}/cancel", Capability: auth.CapStepTest, Handler: s.cancelStep,
 			OperationID: "cancelStepTest", Tag: tagTests, Summary: "Cancel a step test (its run is cancelled)",

@@ -5,11 +5,16 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"sort"
+	"strings"
+	"time"
 
 	"github.com/agentbridge/bridge/platform/api"
 	"github.com/agentbridge/bridge/platform/auth"
 	"github.com/agentbridge/bridge/platform/engine"
+	"github.com/agentbridge/bridge/platform/kernel"
 	"github.com/agentbridge/bridge/store"
 )
 
@@ -41,7 +46,7 @@ func (s *Service) CreateStep(ctx context.Context, sc auth.Scope, by string, req 
 	if err != nil {
 		return StepTestCreated{}, err
 	}
-	art, effect, err := d.art.oneStep(req.StepID, req.Kind, len(req.RealTools) > 0, limit)
+	art, effect, err := d.art.oneStep(req.StepID, req.Kind, req.RealTools, limit)
 	if err != nil {
 		return StepTestCreated{}, err
 	}
@@ -65,11 +70,22 @@ func (s *Service) CreateStep(ctx context.Context, sc auth.Scope, by string, req 
 	}); err != nil {
 		return StepTestCreated{}, err
 	}
+	if err := s.checkMocks(ctx, sc, b, req); err != nil {
+		s.unbind(ctx, sc, b, by)
+		return StepTestCreated{}, err
+	}
+	var effects map[string]string
+	for _, name := range req.RealTools {
+		if effects == nil {
+			effects = map[string]string{}
+		}
+		effects[name] = d.art.toolEffect(name)
+	}
 	id, created := s.newID(), s.timestamp()
 	row := stepRow{ID: id, Tenant: sc.Tenant, Project: sc.Project, Environment: sc.Environment, ActivationID: b.activationID,
 		DraftID: req.DraftID, DraftRevision: req.DraftRevision, StepID: req.StepID, Kind: req.Kind, SideEffect: effect,
 		Options: options{TimeoutSeconds: req.TimeoutSeconds, ConnectionBindings: req.ConnectionBindings, ReleaseBindings: req.ReleaseBindings,
-			ToolMocks: req.ToolMocks, RealTools: req.RealTools},
+			ToolMocks: req.ToolMocks, RealTools: req.RealTools, RealToolEffects: effects},
 		CreatedBy: by, CreatedAt: created, ExpiresAt: created.Add(limit)}
 	info, err := s.runs.StartActivation(ctx, engine.LocalStart{Scope: sc, ActivationID: b.activationID, Input: req.Input, By: by, Test: true,
 		Commit: func(tx *sql.Tx, run engine.RunInfo) error {
@@ -86,14 +102,47 @@ func (s *Service) CreateStep(ctx context.Context, sc auth.Scope, by string, req 
 			return s.retire(ctx, tx, sc.Environment, b.activationID, by, "step test "+id)
 		}})
 	if err != nil {
-		if rerr := s.db.Write(ctx, func(tx *sql.Tx) error {
-			return s.retire(ctx, tx, sc.Environment, b.activationID, by, "step test refused")
-		}); rerr != nil {
-			s.log.Warn("steptest: retire the activation of a refused step test", "activation", b.activationID, "err", rerr)
-		}
+		s.unbind(ctx, sc, b, by)
 		return StepTestCreated{}, startProblem(err)
 	}
 	return StepTestCreated{ID: id, RunID: info.ID, Status: StatusRunning, SideEffect: effect, ExpiresAt: row.ExpiresAt}, nil
+}
+
+// unbind retires the test activation of a step test that was refused
+// after it was bound.
+func (s *Service) unbind(ctx context.Context, sc auth.Scope, b binding, by string) {
+	if err := s.db.Write(ctx, func(tx *sql.Tx) error {
+		return s.retire(ctx, tx, sc.Environment, b.activationID, by, "step test refused")
+	}); err != nil {
+		s.log.Warn("steptest: retire the activation of a refused step test", "activation", b.activationID, "err", err)
+	}
+}
+
+// checkMocks answers 422 PF-STEPTEST-TOOLS when a mocked output does not
+// fit its tool's pinned output schema (checked against the bound version,
+// the same check a real call's output gets).
+func (s *Service) checkMocks(ctx context.Context, sc auth.Scope, b binding, req StepTestRequest) error {
+	names := make([]string, 0, len(req.ToolMocks))
+	for name := range req.ToolMocks {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		err := s.runs.CheckToolOutput(ctx, sc.Project, b.versionID, req.StepID, name, req.ToolMocks[name])
+		var ke *kernel.Error
+		switch {
+		case errors.As(err, &ke):
+			return at422(CodeTools, "/tool_mocks/"+jsonPointerToken(name), "the mock of %s does not fit the tool's output schema: %s", name, ke.Msg)
+		case err != nil:
+			return err
+		}
+	}
+	return nil
+}
+
+// jsonPointerToken escapes a name as a JSON Pointer reference token.
+func jsonPointerToken(s string) string {
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
 }
 
 // busy answers 429 PF-STEPTEST-BUSY when the creator or the environment
@@ -143,11 +192,33 @@ func (s *Service) stepView(ctx context.Context, r stepRow) (StepTest, error) {
 				Ended: StatusTimedOut})
 		}
 	}
+	var items []itemRow
+	if !ended(status) {
+		// An agent call or answer held for the creator makes the step
+		// test wait, although its run is running.
+		all, err := pendingItems(ctx, s.db.Reader(), r.ID)
+		if err != nil {
+			return StepTest{}, err
+		}
+		for _, it := range all {
+			if s.waits.live(it.ID) {
+				items = append(items, it)
+			}
+		}
+		if len(items) > 0 {
+			status = StatusWaiting
+		}
+	}
 	v := StepTest{StepTestCreated: StepTestCreated{ID: r.ID, RunID: r.RunID, Status: status, SideEffect: r.SideEffect, ExpiresAt: r.ExpiresAt},
 		Kind: r.Kind, StepID: r.StepID, DraftID: r.DraftID, DraftRevision: r.DraftRevision, TimeoutSeconds: r.Options.TimeoutSeconds,
 		CreatedAt: r.CreatedAt, CreatedBy: r.CreatedBy}
 	switch {
 	case status == StatusWaiting:
+		for _, it := range items {
+			at := it.CreatedAt
+			v.Pending = append(v.Pending, PendingItem{Kind: it.Kind, NodeID: it.NodeID, InstanceKey: it.InstanceKey, Tool: it.Detail.Tool,
+				SideEffect: it.Detail.SideEffect, Input: it.Detail.Input, Output: it.Detail.Output, CreatedAt: &at})
+		}
 		people, err := s.runs.PendingPeople(ctx, r.Environment, r.RunID)
 		if err != nil {
 			return StepTest{}, err
@@ -157,6 +228,14 @@ func (s *Service) stepView(ctx context.Context, r stepRow) (StepTest, error) {
 		}
 	case status == StatusSucceeded:
 		v.Output = info.State.Output
+	case status == StatusFailed && r.Ended == StatusFailed:
+		// Ended by a rejected review (Answer): the run was cancelled.
+		if it, ok, err := declinedReview(ctx, s.db.Reader(), r.ID); err != nil {
+			return StepTest{}, err
+		} else if ok {
+			v.Error, _ = json.Marshal(map[string]string{"code": answerRejected,
+				"message": fmt.Sprintf("the agent's answer (%s) was rejected in review by %s", it.InstanceKey, it.AnsweredBy)})
+		}
 	case ended(status) && info.State.Error != nil:
 		if b, err := json.Marshal(info.State.Error); err == nil {
 			v.Error = b
@@ -192,10 +271,19 @@ func (s *Service) Cancel(ctx context.Context, sc auth.Scope, by, id string) (Ste
 	return s.Step(ctx, sc, by, id)
 }
 
-// Answer answers a pending item of a waiting step test of principal by: a
-// person item is completed with the step's first decision (confirm true)
-// or its last (false; a step with a single decision cancels the step
-// test instead).
+// Answer answers a pending item of a waiting step test of principal by,
+// once (docs/platform-api.md, "Step tests and test activations"):
+//   - confirm: true runs the held tool call for real, false refuses it (the
+//     agent reads STEPTEST_DECLINED);
+//   - review: true lets the agent's answer become the step's output, false
+//     rejects it and ends the step test failed (its run is cancelled);
+//   - person: the human task is completed with the step's first decision
+//     (true) or its last (false; a step with a single decision cancels the
+//     step test instead).
+//
+// An ended step test is 422 PF-STEPTEST-ENDED; an item answered before
+// 422 PF-STEPTEST-ANSWERED; nothing pending with the key 422
+// PF-STEPTEST-ANSWER.
 func (s *Service) Answer(ctx context.Context, sc auth.Scope, by, id string, a StepTestAnswer) (StepTest, error) {
 	if a.InstanceKey == "" || len(a.InstanceKey) > 1000 {
 		return StepTest{}, api.Invalid("/instance_key", "instance_key has 1 to 1000 characters")
@@ -206,6 +294,16 @@ func (s *Service) Answer(ctx context.Context, sc auth.Scope, by, id string, a St
 	}
 	if ended(v.Status) {
 		return StepTest{}, at422(CodeEnded, "", "the step test has ended (%s); it takes no answers", v.Status)
+	}
+	it, err := getItem(ctx, s.db.Reader(), id, a.InstanceKey)
+	switch {
+	case err == nil && it.Status != itemPending:
+		return StepTest{}, answered(it)
+	case err != nil && !errors.Is(err, errNotFound):
+		return StepTest{}, err
+	}
+	if err == nil {
+		return s.answerItem(ctx, sc, by, id, it, a.Confirm)
 	}
 	people, err := s.runs.PendingPeople(ctx, sc.Environment, v.RunID)
 	if err != nil {
@@ -222,13 +320,87 @@ func (s *Service) Answer(ctx context.Context, sc auth.Scope, by, id string, a St
 		case !a.Confirm && len(p.Decisions) > 1:
 			decision = p.Decisions[len(p.Decisions)-1]
 		}
+		if decision != "" {
+			if err := s.runs.CompleteHuman(ctx, sc, p.TaskID, by, decision); err != nil {
+				return StepTest{}, startProblem(err)
+			}
+		}
+		if err := s.recordPerson(ctx, id, p, a.Confirm, by); err != nil {
+			return StepTest{}, err
+		}
 		if decision == "" {
 			return s.Cancel(ctx, sc, by, id)
-		}
-		if err := s.runs.CompleteHuman(ctx, sc, p.TaskID, by, decision); err != nil {
-			return StepTest{}, startProblem(err)
 		}
 		return s.Step(ctx, sc, by, id)
 	}
 	return StepTest{}, at422(CodeAnswer, "/instance_key", "nothing pending has instance_key %q", a.InstanceKey)
+}
+
+// answered is the refusal of a second answer.
+func answered(it itemRow) error {
+	verdict := "confirm: true"
+	if it.Status == itemDeclined {
+		verdict = "confirm: false"
+	}
+	at := ""
+	if it.AnsweredAt != nil {
+		at = " at " + it.AnsweredAt.UTC().Format(time.RFC3339)
+	}
+	return at422(CodeAnswered, "/instance_key", "the %s item %q was answered already (%s%s); an item takes one answer",
+		it.Kind, it.InstanceKey, verdict, at)
+}
+
+// answerItem answers a held confirm or review item.
+func (s *Service) answerItem(ctx context.Context, sc auth.Scope, by, id string, it itemRow, confirm bool) (StepTest, error) {
+	if !s.waits.live(it.ID) {
+		// Nothing waits for it any more (the daemon restarted meanwhile).
+		return StepTest{}, at422(CodeAnswer, "/instance_key", "nothing pending has instance_key %q", it.InstanceKey)
+	}
+	status := itemConfirmed
+	if !confirm {
+		status = itemDeclined
+	}
+	var ok bool
+	if err := s.db.Write(ctx, func(tx *sql.Tx) error {
+		var err error
+		ok, err = answerItem(ctx, tx, it.ID, status, by, s.timestamp())
+		return err
+	}); err != nil {
+		return StepTest{}, err
+	}
+	if !ok {
+		it, err := itemByID(ctx, s.db.Reader(), it.ID)
+		if err != nil {
+			return StepTest{}, err
+		}
+		return StepTest{}, answered(it)
+	}
+	if it.Kind == PendingReview && !confirm {
+		// The rejected answer never becomes the step's output: the step
+		// test ends failed before its agent task reports.
+		r, err := getStep(ctx, s.db.Reader(), sc.Environment, id, by)
+		if err != nil {
+			return StepTest{}, err
+		}
+		if err := s.end(ctx, r, StatusFailed, "the agent's answer was rejected in review by "+by); err != nil {
+			return StepTest{}, err
+		}
+	}
+	s.waits.wake(it.ID)
+	return s.Step(ctx, sc, by, id)
+}
+
+// recordPerson records the creator's answer to a person item, so that a
+// second answer is refused as such.
+func (s *Service) recordPerson(ctx context.Context, id string, p engine.PendingPerson, confirm bool, by string) error {
+	status := itemConfirmed
+	if !confirm {
+		status = itemDeclined
+	}
+	at := s.timestamp()
+	return s.db.Write(ctx, func(tx *sql.Tx) error {
+		_, err := insertAnswered(ctx, tx, itemRow{ID: s.newID(), StepTestID: id, Kind: PendingPerson, NodeID: p.NodeID,
+			InstanceKey: p.Instance, TaskID: p.TaskID, Status: status, CreatedAt: at, AnsweredAt: &at, AnsweredBy: by})
+		return err
+	})
 }

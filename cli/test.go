@@ -268,7 +268,14 @@ func (a *app) showStep(v client.StepTest, asJSON bool) error {
 	fmt.Fprintf(tw, "  side effect\t%s\n", v.SideEffect)
 	fmt.Fprintf(tw, "  expires\t%s\n", v.ExpiresAt.Local().Format(timeLayout))
 	for _, p := range v.Pending {
-		fmt.Fprintf(tw, "  pending\t%s %s (instance %s; decisions %v)\n", p.Kind, p.NodeID, p.InstanceKey, p.Decisions)
+		switch p.Kind {
+		case "confirm":
+			fmt.Fprintf(tw, "  pending\tconfirm %s (instance %s): call %s (%s) with %s\n", p.NodeID, p.InstanceKey, p.Tool, p.SideEffect, compactJSON(p.Input))
+		case "review":
+			fmt.Fprintf(tw, "  pending\treview %s (instance %s): answer %s\n", p.NodeID, p.InstanceKey, compactJSON(p.Output))
+		default:
+			fmt.Fprintf(tw, "  pending\t%s %s (instance %s; decisions %v)\n", p.Kind, p.NodeID, p.InstanceKey, p.Decisions)
+		}
 	}
 	if len(v.Output) > 0 {
 		fmt.Fprintf(tw, "  output\t%s\n", compactJSON(v.Output))
@@ -303,14 +310,19 @@ func (a *app) testCancelCmd(t *envTarget) *cobra.Command {
 func (a *app) testAnswerCmd(t *envTarget) *cobra.Command {
 	var confirm bool
 	cmd := a.testOneCmd(t, "answer <step-test-id> <instance-key>", "Answer a pending item of a waiting step test",
-		"  bridge test answer <step-test-id> approve\n  bridge test answer <step-test-id> approve --confirm=false",
+		"  bridge test answer <step-test-id> approve\n  bridge test answer <step-test-id> approve --confirm=false\n"+
+			"  bridge test answer <step-test-id> 'triage#call.1'\n  bridge test answer <step-test-id> triage --confirm=false",
 		cobra.ExactArgs(2), func(ctx context.Context, tg *target, args []string, v *client.StepTest) error {
 			return tg.call(ctx, http.MethodPost, tg.env("/step-tests/"+url.PathEscape(args[0])+"/answers"), nil,
 				client.StepTestAnswer{InstanceKey: args[1], Confirm: confirm}, v)
 		})
-	cmd.Long = `A person item is answered with the step's first decision (--confirm, the
-default) or its last (--confirm=false).`
-	cmd.Flags().BoolVar(&confirm, "confirm", true, "true: the first decision; false: the last")
+	cmd.Long = `Each item takes one answer. A person item is answered with the step's
+first decision (--confirm, the default) or its last (--confirm=false). An
+agent step's confirm item (a held call of a side-effecting real tool) runs
+the call (--confirm) or refuses it (--confirm=false); its review item (the
+agent's answer) applies the answer (--confirm) or rejects it, which fails
+the step test (--confirm=false).`
+	cmd.Flags().BoolVar(&confirm, "confirm", true, "true: the first decision, run the call, apply the answer; false: the last decision, refuse, reject")
 	return cmd
 }
 

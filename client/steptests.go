@@ -156,4 +156,13 @@ type PendingItem struct {
 	InstanceKey string `json:"instance_key"`
 	// person: the step's decisions; confirm: true answers the first, false the last
 	Decisions []string `json:"decisions,omitempty"`
+	// confirm: the tool (action reference) the agent calls, its side
+	// effect class and the call's input (secret values redacted)
+	Tool       string          `json:"tool,omitempty"`
+	SideEffect string          `json:"side_effect,omitempty"`
+	Input      json.RawMessage `json:"input,omitempty"`
+	// review: the agent's answer (secret values redacted)
+	Output json.RawMessage `json:"output,omitempty"`
+	// confirm and review: when the item was raised
+	CreatedAt *time.Time `json:"created_at,omitempty"`
 }

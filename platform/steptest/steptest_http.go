@@ -26,7 +26,7 @@ func (s *Service) stepTestRoutes() []api.Route {
 				"false fails the step test; person items: true the first decision, false the last. " +
 				"422 PF-STEPTEST-ENDED once the step test ended, PF-STEPTEST-ANSWERED for an item answered before, " +
 				"PF-STEPTEST-ANSWER when nothing pending has that instance_key.",
-			Request:     StepTestAnswer{}, Response: StepTest{}},
+			Request: StepTestAnswer{}, Response: StepTest{}},
 		{Method: http.MethodPost, Path: base + "/{id}/cancel", Capability: auth.CapStepTest, Handler: s.cancelStep,
 			OperationID: "cancelStepTest", Tag: tagTests, Summary: "Cancel a step test (its run is cancelled)",
 			Description: "An ended step test answers unchanged.", Response: StepTest{}},

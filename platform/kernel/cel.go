@@ -170,10 +170,13 @@ func (o *objectVal) ConvertToNative(typeDesc reflect.Type) (any, error) {
 	return types.NewRefValMap(types.DefaultTypeAdapter, m).ConvertToNative(typeDesc)
 }
 
-func (o *objectVal) ConvertToType(t ref.Type) ref.Val {
+func (o *objectVal) ConvertToType(t ref.Type) ref.Val { return mapConvert(o, t) }
+
+// mapConvert converts a CEL map to a type: only to map, itself.
+func mapConvert(m ref.Val, t ref.Type) ref.Val {
 	switch t {
 	case types.MapType:
-		return o
+		return m
 	case types.TypeType:
 		return types.MapType
 	}
@@ -204,18 +207,9 @@ func (o *objectVal) Type() ref.Type { return types.MapType }
 
 func (o *objectVal) Value() any { return o.vals }
 
-func (o *objectVal) Contains(key ref.Val) ref.Val {
-	_, found := o.Find(key)
-	return types.Bool(found)
-}
+func (o *objectVal) Contains(key ref.Val) ref.Val { return mapContains(o, key) }
 
-func (o *objectVal) Get(key ref.Val) ref.Val {
-	v, found := o.Find(key)
-	if !found {
-		return types.ValOrErr(key, "no such key: %v", key)
-	}
-	return v
-}
+func (o *objectVal) Get(key ref.Val) ref.Val { return mapGet(o, key) }
 
 func (o *objectVal) Find(key ref.Val) (ref.Val, bool) {
 	s, ok := key.(types.String)
@@ -224,6 +218,25 @@ func (o *objectVal) Find(key ref.Val) (ref.Val, bool) {
 	}
 	v, ok := o.vals[string(s)]
 	return v, ok
+}
+
+// finder is a CEL map's lookup; mapContains and mapGet build the rest of
+// traits.Mapper on it, for objectVal and stepsObject alike.
+type finder interface {
+	Find(key ref.Val) (ref.Val, bool)
+}
+
+func mapContains(m finder, key ref.Val) ref.Val {
+	_, found := m.Find(key)
+	return types.Bool(found)
+}
+
+func mapGet(m finder, key ref.Val) ref.Val {
+	v, found := m.Find(key)
+	if !found {
+		return types.ValOrErr(key, "no such key: %v", key)
+	}
+	return v
 }
 
 func (o *objectVal) Size() ref.Val { return types.Int(len(o.keys)) }

@@ -9,18 +9,14 @@ import (
 	"github.com/agentbridge/bridge/platform/lang"
 )
 
-// valueCache keeps the CEL forms of state values for the duration of one
-// Step, so that each raw value is decoded at most once per Step.
+// valueCache keeps the CEL values built for one Step. The decoded stored
+// values themselves live in the state's memo (memo.go) and last across
+// Steps.
 type valueCache struct {
-	input   ref.Val
-	vars    ref.Val
-	run     ref.Val
-	steps   map[string]ref.Val // merged steps map by scope key
-	outputs map[string]ref.Val // one step output, by scope key + "\x00" + step id
-	items   map[string]ref.Val // loop item by scope key
+	vars  ref.Val
+	run   ref.Val
+	items map[string]ref.Val // loop item by scope key
 }
-
-func (c *valueCache) invalidateSteps() { c.steps = nil }
 
 func (c *valueCache) invalidateVars() { c.vars = nil }
 
@@ -43,13 +39,11 @@ func decodeCEL(raw []byte) ref.Val {
 func (m *machine) activation(scope string) map[string]any {
 	c := &m.cache
 	st := m.st
-	if c.input == nil {
-		c.input = decodeCEL(st.Input)
-	}
+	memo := m.memo()
 	if c.vars == nil {
 		vals := make(map[string]ref.Val, len(st.Vars))
 		for k, raw := range st.Vars {
-			vals[k] = decodeCEL(raw)
+			vals[k] = memo.varVal(k, raw)
 		}
 		c.vars = newObject(vals)
 	}
@@ -62,7 +56,7 @@ func (m *machine) activation(scope string) map[string]any {
 		})
 	}
 	act := map[string]any{
-		"input": c.input,
+		"input": memo.inputVal(st.Input),
 		"vars":  c.vars,
 		"now":   types.Timestamp{Time: m.now},
 		"run":   c.run,
@@ -82,47 +76,12 @@ func (m *machine) activation(scope string) map[string]any {
 	return act
 }
 
+// stepsVal is the steps variable of a scope: the outputs of the scope and
+// its enclosing scopes, looked up when an expression reads them
+// (stepsObject), so building an activation does not grow with the number
+// of completed steps.
 func (m *machine) stepsVal(scope string) ref.Val {
-	c := &m.cache
-	if v, ok := c.steps[scope]; ok {
-		return v
-	}
-	if c.outputs == nil {
-		c.outputs = map[string]ref.Val{}
-	}
-	vals := map[string]ref.Val{}
-	// Outer scopes first, so the innermost output of a step wins (step ids
-	// are unique, so there is never more than one).
-	var chain []string
-	for key := scope; ; {
-		chain = append(chain, key)
-		sc := m.st.Scopes[key]
-		if key == "" || sc == nil {
-			break
-		}
-		key = sc.Parent
-	}
-	for i := len(chain) - 1; i >= 0; i-- {
-		sc := m.st.Scopes[chain[i]]
-		if sc == nil {
-			continue
-		}
-		for step, raw := range sc.Outputs {
-			ck := chain[i] + "\x00" + step
-			out, ok := c.outputs[ck]
-			if !ok {
-				out = newObject(map[string]ref.Val{"output": decodeCEL(raw)})
-				c.outputs[ck] = out
-			}
-			vals[step] = out
-		}
-	}
-	v := newObject(vals)
-	if c.steps == nil {
-		c.steps = map[string]ref.Val{}
-	}
-	c.steps[scope] = v
-	return v
+	return &stepsObject{m: m, scope: scope}
 }
 
 func (m *machine) itemVal(key string, sc *Scope) ref.Val {

@@ -90,6 +90,10 @@ type State struct {
 	// ExternalEffectsMayContinue is set when the run was cancelled or
 	// terminated while work it issued was still in flight.
 	ExternalEffectsMayContinue bool `json:"external_effects_may_continue,omitempty"`
+
+	// memo holds decoded values for the next Step (memo.go); it is not
+	// part of the state's data.
+	memo *valueMemo
 }
 
 // Scope is a set of step outputs visible together.

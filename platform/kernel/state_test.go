@@ -182,22 +182,33 @@ func TestProgramConcurrentUse(t *testing.T) {
 	ref := newDriver(t, p)
 	richScript(ref, nil)
 	want := string(mustJSON(t, ref.s))
+	inParallel(t, 8, func() string {
+		var s State
+		for _, e := range ref.events {
+			var err error
+			if s, _, err = Step(p, s, e); err != nil {
+				return err.Error()
+			}
+		}
+		if got, _ := json.Marshal(s); string(got) != want {
+			return "different state"
+		}
+		return ""
+	})
+}
+
+// inParallel runs fn in n goroutines at once and reports the problems
+// they return ("" for none).
+func inParallel(t *testing.T, n int, fn func() string) {
+	t.Helper()
 	var wg sync.WaitGroup
-	errs := make(chan string, 8)
-	for range 8 {
+	errs := make(chan string, n)
+	for range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var s State
-			for _, e := range ref.events {
-				var err error
-				if s, _, err = Step(p, s, e); err != nil {
-					errs <- err.Error()
-					return
-				}
-			}
-			if got, _ := json.Marshal(s); string(got) != want {
-				errs <- "different state"
+			if e := fn(); e != "" {
+				errs <- e
 			}
 		}()
 	}

@@ -63,6 +63,9 @@ func step(p *Program, s State, e Event, pause Pause) (_ State, _ []Effect, err e
 	if err := m.step(&s); err != nil {
 		return s, nil, err
 	}
+	if m.st.memo != nil {
+		m.st.memo.prune(m.st)
+	}
 	return *m.st, m.effects, nil
 }
 
@@ -513,7 +516,6 @@ func (m *machine) proceed(tok *Token, output json.RawMessage, target *string) {
 	}
 	sc := m.st.Scopes[tok.Scope]
 	sc.Outputs[tok.Node] = output
-	m.cache.invalidateSteps()
 	m.record(Record{Type: RecordStepCompleted, NodeID: tok.Node, Instance: tok.Instance, Generation: tok.Generation})
 	clearWait(tok)
 	if target != nil {

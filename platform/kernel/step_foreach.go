@@ -91,7 +91,6 @@ func (m *machine) iterationDone(c *Token, n *node, key string) {
 	}
 	delete(m.st.Scopes, key)
 	delete(m.cache.items, key)
-	m.cache.invalidateSteps()
 	l.Active--
 	l.Done++
 	if l.Done == len(l.Items) {

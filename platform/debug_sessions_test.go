@@ -223,6 +223,8 @@ func TestDebugSessionCreateRefusals(t *testing.T) {
 	}
 	h.problem(422, sim.CodeMockKey, f.create(op, f.flow, `{"name":"a"}`, `{"action:acme/other@1":{"output":{}}}`))
 	h.problem(422, sim.CodeMockKey, f.create(op, f.flow, `{"name":"a"}`, `{"tool:search":{"output":{}}}`))
+	// Tool calls of a simulated agent are an editor host mock.
+	h.problem(422, sim.CodeRequest, f.create(op, f.flow, `{"name":"a"}`, `{"node:greet":{"output":{"name":"a"},"toolCalls":[{"tool":"acme/greet@1","input":{}}]}}`))
 	h.problem(422, sim.CodeMockOutput, f.create(op, f.flow, `{"name":"a"}`, `{"action:acme/greet@1":{"output":{"name":7}}}`))
 	h.problem(422, sim.CodeRequest, f.create(op, f.flow, `{"name":"a"}`, `{"action:acme/greet@1":{"output":{},"error":{"code":"X"}}}`))
 	p := h.problem(422, sim.CodeSecretValue, f.create(op, f.flow, `{"name":"a","apiKey":"k"}`, greetMocks))

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -373,4 +374,84 @@ func seedStudioSession(h *harness, op string) string {
 	var s studioSession
 	h.must(201, h.post(sim.StudioSession, op, map[string]any{"source": humanWorkflow}), &s)
 	return s.ID
+}
+
+// agentToolWorkflow's agent step may call acme/greet@1.
+const agentToolWorkflow = `kind: workflow
+id: acme/triage
+version: 1
+output: {type: object, properties: {answer: {type: string}}}
+steps:
+  - id: triage
+    agent:
+      provider: claude
+      prompt: Say hello to Ada
+      tools: [acme/greet@1]
+  - id: done
+    succeed:
+      result: {answer: =steps.triage.output}
+`
+
+// TestStudioAgentToolMocks: an agent step's outcome in the editor host
+// lists the tool calls the simulated agent makes; each goes through the
+// kernel (agent_tool_called, the tool's action as a task) and is answered
+// by tool:<reference>, else action:<reference>.
+func TestStudioAgentToolMocks(t *testing.T) {
+	h := newHarness(t)
+	op := h.localToken()
+	exec := func(mocks string) map[string]any {
+		t.Helper()
+		var res map[string]any
+		h.must(200, h.post("/studio/local/debug/execute", op, map[string]any{"source": agentToolWorkflow,
+			"definitions": []string{platformtest.GreetAction}, "mode": "workflow", "mocks": json.RawMessage(mocks)}), &res)
+		return res
+	}
+	kinds := func(res map[string]any) (out []string) {
+		for _, e := range res["run"].(map[string]any)["events"].([]any) {
+			ev := e.(map[string]any)
+			out = append(out, fmt.Sprint(ev["kind"], " ", ev["mockKey"]))
+		}
+		return out
+	}
+	agent := `"agent:triage":{"output":"hi Ada","toolCalls":[{"tool":"acme/greet@1","input":{"name":"Ada"}}]}`
+	res := exec(`{` + agent + `,"tool:acme/greet@1":{"output":{"name":"Ada"}},"action:acme/greet@1":{"output":{"name":"other"}}}`)
+	got := kinds(res)
+	if res["status"] != "completed" || !slices.Contains(got, "agent_tool_called agent:triage") || !slices.Contains(got, "task_completed tool:acme/greet@1") {
+		t.Fatalf("%v %v", res["status"], got)
+	}
+	if stubs := fmt.Sprint(res["compile"].(map[string]any)["stubs"]); stubs != "[agent:triage tool:acme/greet@1]" {
+		t.Fatalf("stubs %s", stubs)
+	}
+	// Without a tool: mock the action: mock answers the call.
+	res = exec(`{` + agent + `,"action:acme/greet@1":{"output":{"name":"other"}}}`)
+	if res["status"] != "completed" || !slices.Contains(kinds(res), "task_completed action:acme/greet@1") {
+		t.Fatalf("%v %v", res["status"], kinds(res))
+	}
+	// Without either the call has no mock.
+	if res = exec(`{` + agent + `}`); res["status"] != "blocked" || res["reason"] != "missing_mock" {
+		t.Fatalf("%v %v", res["status"], res["reason"])
+	}
+	// An input the tool's schema refuses: the agent gets an error result
+	// (a diagnostic) and answers anyway; the tool mock is not used.
+	res = exec(`{"agent:triage":{"output":"hi","toolCalls":[{"tool":"acme/greet@1","input":{"name":7}}]},"tool:acme/greet@1":{"output":{"name":"Ada"}}}`)
+	if res["status"] != "completed" || slices.Contains(kinds(res), "task_completed tool:acme/greet@1") ||
+		!strings.Contains(fmt.Sprint(res["run"].(map[string]any)["diagnostics"]), "refused") {
+		t.Fatalf("%v %v %v", res["status"], kinds(res), res["run"].(map[string]any)["diagnostics"])
+	}
+	// A tool output outside the tool's output schema fails the run.
+	if res = exec(`{` + agent + `,"tool:acme/greet@1":{"output":{"name":7}}}`); res["status"] != "failed" {
+		t.Fatalf("%v", res["status"])
+	}
+	// Refusals: a tool the step does not list, tool calls of another step
+	// kind, a tool key no step lists.
+	bad := func(mocks string) resp {
+		return h.post("/studio/local/debug/execute", op, map[string]any{"source": agentToolWorkflow,
+			"definitions": []string{platformtest.GreetAction}, "mode": "workflow", "mocks": json.RawMessage(mocks)})
+	}
+	h.problem(422, sim.CodeMockKey, bad(`{"agent:triage":{"output":"x","toolCalls":[{"tool":"acme/nothing@1","input":{}}]}}`))
+	h.problem(422, sim.CodeMockKey, bad(`{"tool:acme/other@1":{"output":{}}}`))
+	h.problem(422, sim.CodeStudioReq, bad(`{"agent:triage":{"output":"x","toolCalls":[{"input":{}}]}}`))
+	flow := map[string]any{"source": platformtest.FlowWorkflow, "definitions": []string{platformtest.GreetAction, platformtest.NothingAction},
+		"mode": "workflow", "mocks": json.RawMessage(`{"node:greet":{"output":{"name":"A"},"toolCalls":[{"tool":"acme/greet@1","input":{}}]}}`)}
+	h.problem(422, sim.CodeMockKey, h.post("/studio/local/debug/execute", op, flow))
 }

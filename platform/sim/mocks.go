@@ -17,6 +17,19 @@ type Mock struct {
 	Error     *kernel.TaskError `json:"error,omitempty"`
 	Retryable bool              `json:"retryable,omitempty"`
 	Outcome   string            `json:"outcome,omitempty"`
+	// ToolCalls (editor host, agent steps only) are the calls of its
+	// tools the simulated agent makes before it answers: each goes through
+	// the kernel as in production (agent_tool_called, the tool's action as
+	// a task of its own) and is answered by a tool:<reference> mock, else
+	// action:<reference>.
+	ToolCalls []ToolCallMock `json:"toolCalls,omitempty"`
+}
+
+// ToolCallMock is one call of an agent step's tool: the tool (an action
+// reference the step lists) and its input.
+type ToolCallMock struct {
+	Tool  string          `json:"tool"`
+	Input json.RawMessage `json:"input"`
 }
 
 // Mocks are the outcomes by mock key. A key's list is used in order, one
@@ -32,8 +45,13 @@ const (
 	KeyAgent    = "agent:"
 )
 
-// maxOutcomes bounds the outcomes of one mock key.
-const maxOutcomes = 100
+// maxOutcomes bounds the outcomes of one mock key; maxMockToolCalls the
+// tool calls of one agent outcome (an attempt of an agent step makes at
+// most 256, docs/workflow-language.md, "Agent-step tools").
+const (
+	maxOutcomes      = 100
+	maxMockToolCalls = 256
+)
 
 // DecodeMocks reads a mocks object: each value is an outcome or a list of
 // 1 to 100 outcomes. at is the JSON Pointer of the object in the request.
@@ -101,6 +119,14 @@ func decodeOutcome(raw json.RawMessage, path string) (Mock, error) {
 	if m.Retryable && m.Error == nil {
 		return m, refuse(CodeRequest, path+"/retryable", "retryable belongs to an error outcome")
 	}
+	for i, c := range m.ToolCalls {
+		if strings.TrimSpace(c.Tool) == "" {
+			return m, refuse(CodeRequest, path+"/toolCalls/"+itoa(i)+"/tool", "a tool call names its tool")
+		}
+	}
+	if len(m.ToolCalls) > maxMockToolCalls {
+		return m, refuse(CodeRequest, path+"/toolCalls", "at most %d tool calls", maxMockToolCalls)
+	}
 	return m, nil
 }
 
@@ -126,12 +152,15 @@ func (p *Program) checkMocks(ms Mocks, at string, studio bool) error {
 			return refuse(CodeMockKey, at+"/"+escape(k), "%v", err)
 		}
 		for i, m := range ms[k] {
-			if len(m.Output) == 0 {
-				continue
-			}
 			path := at + "/" + escape(k)
 			if len(ms[k]) > 1 {
 				path += "/" + itoa(i)
+			}
+			if err := p.checkToolCalls(k, nodes, m, path, studio); err != nil {
+				return err
+			}
+			if len(m.Output) == 0 {
+				continue
 			}
 			for _, n := range nodes {
 				if err := p.kp.CheckOutput(n, m.Output); err != nil {
@@ -140,6 +169,31 @@ func (p *Program) checkMocks(ms Mocks, at string, studio bool) error {
 				if loc, ok := secretAt(m.Output, p.secrets.Steps[n]); ok {
 					return refuse(CodeSecretValue, path+"/output"+loc, "the mock output holds a value the output schema of node %s marks secret", n)
 				}
+			}
+		}
+	}
+	return nil
+}
+
+// checkToolCalls allows tool calls in an editor host outcome of agent
+// steps only, each of a tool the step lists.
+func (p *Program) checkToolCalls(key string, nodes []string, m Mock, path string, studio bool) error {
+	if len(m.ToolCalls) == 0 {
+		return nil
+	}
+	if !studio {
+		return refuse(CodeRequest, path+"/toolCalls", "tool calls are mocked in the editor host only")
+	}
+	if len(nodes) == 0 {
+		return refuse(CodeMockKey, path+"/toolCalls", "the mock %s answers no agent step: only agent steps make tool calls", key)
+	}
+	for _, n := range nodes {
+		if p.nodes[n].Kind != "agent" {
+			return refuse(CodeMockKey, path+"/toolCalls", "node %s is a %s step: only agent steps make tool calls", n, p.nodes[n].Kind)
+		}
+		for i, c := range m.ToolCalls {
+			if !p.nodes[n].Tools[c.Tool] {
+				return refuse(CodeMockKey, path+"/toolCalls/"+itoa(i)+"/tool", "the agent step %s does not list the tool %s", n, c.Tool)
 			}
 		}
 	}
@@ -200,12 +254,23 @@ func (p *Program) mockNodes(key string, studio bool) ([]string, error) {
 	return nil, keyError("a mock key is action:<reference>, node:<node id> or workflow:<reference>")
 }
 
+// lookupTool answers the mock of an agent tool call's action: the
+// editor host's tool:<reference>, else action:<reference>.
+func (ms Mocks) lookupTool(calls map[string]int, ref string) (string, Mock, bool) {
+	return ms.lookupKeys(calls, KeyTool+ref, KeyAction+ref)
+}
+
 // lookup answers the mock key and outcome for a call of node at instance
 // (refKey its reference key, action: or workflow:), consuming one use:
 // node:<instance key> (editor host), then node:<id>, then agent:<id>
 // (editor host), then the reference key.
 func (ms Mocks) lookup(calls map[string]int, node, instance, refKey string) (string, Mock, bool) {
-	for _, k := range []string{KeyNode + instance, KeyNode + node, KeyAgent + node, refKey} {
+	return ms.lookupKeys(calls, KeyNode+instance, KeyNode+node, KeyAgent+node, refKey)
+}
+
+// lookupKeys answers the first of keys that has a mock, consuming one use.
+func (ms Mocks) lookupKeys(calls map[string]int, keys ...string) (string, Mock, bool) {
+	for _, k := range keys {
 		list, ok := ms[k]
 		if !ok || len(list) == 0 || k == "" {
 			continue

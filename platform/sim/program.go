@@ -32,6 +32,8 @@ type Program struct {
 type nodeInfo struct {
 	Kind string
 	Ref  string
+	// Tools are an agent step's tools (action references).
+	Tools map[string]bool
 }
 
 // artifactView is the part of a workflow artifact the simulator reads
@@ -108,8 +110,10 @@ func LoadProgram(artifact []byte, lock *lang.CatalogLock, defs [][]byte) (*Progr
 			ni.Ref = *n.Ref
 		}
 		if n.Agent != nil {
+			ni.Tools = map[string]bool{}
 			for _, t := range n.Agent.Tools {
 				p.tools[t] = true
+				ni.Tools[t] = true
 			}
 		}
 		p.nodes[n.ID] = ni

@@ -611,7 +611,15 @@ func (r *runner) answer(pause kernel.Pause) error {
 		}
 		return r.feedMock(ev, pause, key, ch.Node)
 	}
-	t := s.State.Tasks[c.TaskID]
+	return r.answerTask(c.TaskID, pause)
+}
+
+// answerTask answers an issued task with its mock: an action step's
+// (node:, then action:), an agent step's (node:, agent:; its tool calls
+// first) or an agent tool call's action (tool:, then action:).
+func (r *runner) answerTask(id string, pause kernel.Pause) error {
+	s := r.s
+	t := s.State.Tasks[id]
 	if t == nil || t.Status != kernel.TaskRunning {
 		return nil
 	}
@@ -619,10 +627,19 @@ func (r *runner) answer(pause kernel.Pause) error {
 	if t.Executor != kernel.ExecutorAgent && t.Ref != "" {
 		refKey = KeyAction + t.Ref
 	}
-	key, m, ok := s.Mocks.lookup(s.Calls, t.Node, t.Instance, refKey)
+	var key string
+	var m Mock
+	var ok bool
+	if t.Call != nil {
+		key, m, ok = s.Mocks.lookupTool(s.Calls, t.Ref)
+	} else {
+		key, m, ok = s.Mocks.lookup(s.Calls, t.Node, t.Instance, refKey)
+	}
 	if !ok {
 		msg := "no mock for node:" + t.Node
-		if refKey != "" {
+		if t.Call != nil {
+			msg = "no mock for the tool call " + t.Call.ID + " of node " + t.Node + ": tool:" + t.Ref + " or action:" + t.Ref
+		} else if refKey != "" {
 			msg += " or " + refKey
 		}
 		r.fail(CodeMissingMock, msg, t.Node)
@@ -634,6 +651,9 @@ func (r *runner) answer(pause kernel.Pause) error {
 			return nil
 		}
 	}
+	if err := r.toolCalls(t, m, key, pause); err != nil || r.s.Status == StatusFailed {
+		return err
+	}
 	r.cross(Boundary{Kind: "task", NodeID: t.Node, Instance: t.Instance, MockKey: key})
 	ev := kernel.Event{Kind: kernel.EventTaskCompleted, TaskID: t.ID, Output: m.Output}
 	switch {
@@ -643,6 +663,44 @@ func (r *runner) answer(pause kernel.Pause) error {
 		ev = kernel.Event{Kind: kernel.EventTaskOutcomeUnknown, TaskID: t.ID}
 	}
 	return r.feedMock(ev, pause, key, t.Node)
+}
+
+// toolCalls makes the tool calls of an agent step's outcome before the
+// agent answers, as a real agent does while its job runs: each call is an
+// agent_tool_called event (the kernel checks the tool and its input and
+// issues the tool's action as a task) whose task is answered at once with
+// its tool: or action: mock. A call the kernel refuses is an error result
+// for the agent in production: here a diagnostic, and the agent goes on.
+// A tool action that fails retryably is retried later like any task;
+// calls still running when the agent answers are withdrawn by the kernel.
+func (r *runner) toolCalls(t *kernel.Task, m Mock, key string, pause kernel.Pause) error {
+	if t.Executor != kernel.ExecutorAgent || t.Call != nil {
+		return nil
+	}
+	for i, c := range m.ToolCalls {
+		callID := fmt.Sprintf("sim-%d-%d", t.Attempt, i+1)
+		before := len(r.s.Pending)
+		ev := kernel.Event{Kind: kernel.EventAgentToolCalled, TaskID: t.ID, CallID: callID, Tool: c.Tool, Input: c.Input}
+		if err := r.feed(ev, pause, key); err != nil {
+			if errors.Is(err, errCommands) {
+				return err
+			}
+			r.s.Diagnostics = append(r.s.Diagnostics, Diagnostic{Code: kernel.ErrorCode(err), NodeID: t.Node,
+				Message: fmt.Sprintf("the tool call %s of %s was refused (the agent gets an error result): %s", callID, c.Tool, kernelMessage(err))})
+			continue
+		}
+		for _, issued := range append([]Call{}, r.s.Pending[before:]...) {
+			tk := r.s.State.Tasks[issued.TaskID]
+			if tk == nil || tk.Call == nil || tk.Call.ID != callID {
+				continue
+			}
+			r.drop(issued)
+			if err := r.answerTask(tk.ID, pause); err != nil || r.s.Status == StatusFailed {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func (r *runner) feedMock(ev kernel.Event, pause kernel.Pause, key, node string) error {

@@ -310,3 +310,64 @@ func TestStepTestAgentConfirmRestart(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	is.Equal(ts.creates.Load(), int64(0))
 }
+
+// tool_mocks and real_tools bounds, both sides.
+func TestStepTestAgentToolBounds(t *testing.T) {
+	h, _, draft, _ := agentHarness(t)
+	op := h.localToken()
+	h.must(200, h.putPolicy(op, "all", ""), nil)
+	names := func(n int, size int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("%0*d", size, i)
+		}
+		return out
+	}
+	mocks := func(list []string) map[string]any {
+		m := map[string]any{}
+		for _, n := range list {
+			m[n] = map[string]any{}
+		}
+		return m
+	}
+	for _, c := range []struct {
+		more map[string]any
+		code string
+		path string
+	}{
+		// 64 names pass the count bound to the check against the step's
+		// tools; 65 do not.
+		{map[string]any{"real_tools": names(64, 3)}, "PF-STEPTEST-TOOLS", "/real_tools"},
+		{map[string]any{"real_tools": names(65, 3)}, "PF-VALIDATION", "/real_tools"},
+		{map[string]any{"tool_mocks": mocks(names(64, 3))}, "PF-STEPTEST-TOOLS", "/tool_mocks"},
+		{map[string]any{"tool_mocks": mocks(names(65, 3))}, "PF-VALIDATION", "/real_tools"},
+		// Names of 200 characters pass; 201 and empty ones do not.
+		{map[string]any{"real_tools": names(1, 200)}, "PF-STEPTEST-TOOLS", "/real_tools"},
+		{map[string]any{"real_tools": names(1, 201)}, "PF-VALIDATION", "/real_tools"},
+		{map[string]any{"real_tools": []string{""}}, "PF-VALIDATION", "/real_tools"},
+		{map[string]any{"tool_mocks": mocks(names(1, 201))}, "PF-VALIDATION", "/tool_mocks"},
+		{map[string]any{"real_tools": []string{"acme/http-status@1", "acme/http-status@1"}}, "PF-VALIDATION", "/real_tools"},
+	} {
+		p := h.problem(422, c.code, h.stepTest(op, stepBody(draft, "agent", "triage", c.more)))
+		if len(p.Diagnostics) == 0 || p.Diagnostics[0].Path != c.path {
+			t.Fatalf("%v: diagnostics %+v, want path %s", c.more, p.Diagnostics, c.path)
+		}
+	}
+}
+
+// A test activation's agents call every tool for real: the draft's class
+// counts its agent's tools.
+func TestTestActivationAgentTools(t *testing.T) {
+	is := is.New(t)
+	h, _, draft, _ := agentHarness(t)
+	op := h.localToken()
+	base := ePath(h) + "/test-activations"
+	h.must(200, h.putPolicy(op, "read_only", ""), nil)
+	h.problem(403, "PF-STEPTEST-DISABLED", h.post(base, op, map[string]any{"draft_id": draft, "draft_revision": 1}))
+	h.must(200, h.putPolicy(op, "all", "1"), nil)
+	p := h.problem(409, "PF-STEPTEST-CONFIRM", h.post(base, op, map[string]any{"draft_id": draft, "draft_revision": 1}))
+	is.Equal(p.Diagnostics[0].Message, "want idempotency_key")
+	var ta steptest.TestActivation
+	h.must(201, h.post(base, op, map[string]any{"draft_id": draft, "draft_revision": 1, "acknowledged_side_effect": "idempotency_key"}), &ta)
+	is.Equal(ta.SideEffect, "idempotency_key")
+}

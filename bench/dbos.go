@@ -41,7 +41,7 @@ func threeSteps(ctx dbos.Context, name string) (string, error) {
 func startDBOS(dir string, full bool) (*dbosSystem, error) {
 	path := filepath.Join(dir, "dbos.db")
 	cfg := dbos.Config{AppName: "bench", Logger: slog.New(slog.DiscardHandler)}
-	s := &dbosSystem{label: "DBOS Transact Go, SQLite FULL"}
+	s := &dbosSystem{label: dbosFullLabel}
 	if full {
 		db, err := sql.Open("sqlite", "file:"+path+"?_txlock=immediate&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(5000)&_pragma=foreign_keys(ON)")
 		if err != nil {
@@ -50,7 +50,7 @@ func startDBOS(dir string, full bool) (*dbosSystem, error) {
 		db.SetMaxOpenConns(8) // as DBOS sizes its own pool
 		s.db, cfg.SQLiteSystemDB = db, db
 	} else {
-		s.label = "DBOS Transact Go, SQLite NORMAL (its default)"
+		s.label = dbosNormalLabel
 		cfg.DatabaseURL = "sqlite:" + path
 	}
 	ctx, err := dbos.NewContext(context.Background(), cfg)

@@ -101,7 +101,7 @@ func startRiver(dir string) (*riverSystem, error) {
 	return s, nil
 }
 
-func (s *riverSystem) name() string { return "River, riversqlite FULL" }
+func (s *riverSystem) name() string { return riverLabel }
 
 func (s *riverSystem) start(ctx context.Context, _ int64) error {
 	_, err := s.client.Insert(ctx, stepArgs{Step: 1, Name: "ada"}, nil)

@@ -17,26 +17,8 @@ import (
 )
 
 // threeStepWorkflow is the benchmark's workflow: three built-in steps (an
-// echo action, a noop action and succeed).
-const threeStepWorkflow = `kind: workflow
-id: bench/three
-version: 1
-input:
-  type: object
-  properties:
-    name: {type: string}
-steps:
-  - id: greet
-    action: acme/greet@1
-    with:
-      name: =input.name
-  - id: nothing
-    action: acme/nothing@1
-    with: {}
-  - id: done
-    succeed:
-      result: =steps.greet.output.name
-`
+// echo action, a noop action and succeed), shared with the bench/ harness.
+const threeStepWorkflow = platformtest.ThreeStepWorkflow
 
 // benchClient posts JSON with the operator's token over kept-alive
 // connections.

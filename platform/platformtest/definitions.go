@@ -35,6 +35,28 @@ input: {type: object}
 output: {type: object}
 connector: noop
 `
+	// ThreeStepWorkflow is the run benchmarks' workflow (the platform's
+	// BenchmarkDurableThreeStepRuns and the bench/ harness, which runs the
+	// same three steps on each peer): GreetAction, NothingAction, succeed.
+	ThreeStepWorkflow = `kind: workflow
+id: bench/three
+version: 1
+input:
+  type: object
+  properties:
+    name: {type: string}
+steps:
+  - id: greet
+    action: acme/greet@1
+    with:
+      name: =input.name
+  - id: nothing
+    action: acme/nothing@1
+    with: {}
+  - id: done
+    succeed:
+      result: =steps.greet.output.name
+`
 	// FlowWorkflow greets input.name, then succeeds, fails (mode fail) or
 	// waits input.pause first (mode wait).
 	FlowWorkflow = `kind: workflow

@@ -99,12 +99,9 @@ func openAPI(routes []httpx.Route) map[string]any {
 				"(`Authorization: Bearer <contents of owner.token in the data directory>`). Errors are application/problem+json " +
 				"with a CB- code. See callbacks/README.md for the signature scheme and the execution states.",
 		},
-		Servers:  []string{"/"},
-		ListTags: true,
-		SecuritySchemes: map[string]any{
-			"ownerToken": map[string]any{"type": "http", "scheme": "bearer",
-				"description": "The daemon's owner token, from owner.token in the data directory"},
-		},
+		Servers:         []string{"/"},
+		ListTags:        true,
+		SecuritySchemes: httpx.OwnerTokenScheme(),
 	})
 }
 

@@ -67,6 +67,12 @@ type Detailed interface {
 	ErrorDetails() []any
 }
 
+// Headered is implemented by a Coded error that sets response headers
+// (Retry-After, Allow).
+type Headered interface {
+	ErrorHeaders() map[string]string
+}
+
 // ErrorCode returns the domain code of err: an *Error's, a Coded error's,
 // EBADREQUEST/ETOOLARGE/EMEDIATYPE for a refused body (BodyError,
 // JSONError),
@@ -116,6 +122,9 @@ type Mapping struct {
 type ErrorTable struct {
 	Codes    map[string]Mapping
 	Fallback Mapping
+	// InternalMessage is all a client learns of a 500 ("internal error"
+	// when empty).
+	InternalMessage string
 }
 
 // Lookup returns the row of code, or the fallback.
@@ -145,24 +154,32 @@ func ProblemEncoder(table *ErrorTable, log *slog.Logger, surface string) ErrorEn
 	}
 	return func(w http.ResponseWriter, r *http.Request, err error) {
 		m := table.Map(err)
-		p := &Problem{Status: m.Status, Code: m.Code, Message: "internal error"}
+		p := &Problem{Status: m.Status, Code: m.Code, Message: table.InternalMessage}
+		if p.Message == "" {
+			p.Message = "internal error"
+		}
 		var e *Error
 		var be *BodyError
 		var je *JSONError
 		var c Coded
+		shown := m.Status != http.StatusInternalServerError // a 500 tells nothing
 		switch {
 		case errors.As(err, &e):
-			if m.Status != http.StatusInternalServerError {
+			if shown {
 				p.Message, p.Diagnostics = e.Message, e.Fields
 			}
 			p.Headers = e.Headers
 		case errors.As(err, &c):
-			if d, ok := c.(Detailed); ok && m.Status != http.StatusInternalServerError {
-				p.Diagnostics = d.ErrorDetails()
-			}
-			if m.Status != http.StatusInternalServerError {
+			if shown {
 				p.Message = c.Error()
+				if d, ok := c.(Detailed); ok {
+					p.Diagnostics = d.ErrorDetails()
+				}
 			}
+			if h, ok := c.(Headered); ok {
+				p.Headers = h.ErrorHeaders()
+			}
+		case !shown:
 		case errors.As(err, &be):
 			p.Message = be.Msg
 			if be.Field != "" {

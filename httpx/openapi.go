@@ -102,6 +102,13 @@ type Document struct {
 	Schemas map[string]any
 }
 
+// OwnerTokenScheme is the security scheme "ownerToken" of the services
+// listener's documents whose routes need the daemon's owner token.
+func OwnerTokenScheme() map[string]any {
+	return map[string]any{"ownerToken": map[string]any{"type": "http", "scheme": "bearer",
+		"description": "The daemon's owner token, from owner.token in the data directory"}}
+}
+
 // OpenAPI builds one document: schemas are derived as operations are added.
 // It is not safe for concurrent use; build a document once and keep it.
 type OpenAPI struct {

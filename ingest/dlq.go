@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -212,11 +211,8 @@ func (s *Service) listDLQ(ctx context.Context, f DLQFilter, after *pageKey, limi
 	return out, rows.Err()
 }
 
-// errNotFound and errNotReplayable are mapped to 404 and 409.
-var (
-	errNotFound      = errors.New("ingest: no such dead letter")
-	errNotReplayable = errors.New("ingest: dead letter cannot be replayed")
-)
+// errNotFound answers a dead letter that does not exist.
+var errNotFound = newError("WH-NOT-FOUND", "not_found", "no dead letter with that event id")
 
 // DeadLetter reads one dead letter with its headers and payload.
 func (s *Service) DeadLetter(ctx context.Context, eventID string) (DLQEntry, error) {
@@ -257,7 +253,7 @@ func (s *Service) Replay(ctx context.Context, eventID string) (DLQEntry, error) 
 		return DLQEntry{}, err
 	}
 	if !e.Replayable {
-		return DLQEntry{}, fmt.Errorf("%w: %s", errNotReplayable, replayBlocker(e))
+		return DLQEntry{}, newError("WH-NOT-REPLAYABLE", "not_replayable", "ingest: dead letter cannot be replayed: "+replayBlocker(e))
 	}
 	topic, _ := s.providerTopic(e.Provider)
 	h := make(map[string]string, len(e.headers))
@@ -276,7 +272,7 @@ func (s *Service) Replay(ctx context.Context, eventID string) (DLQEntry, error) 
 	msg := broker.Message{Topic: topic, Key: eventID, Headers: h, Value: e.payload}
 	if err := s.pub.publishNow(ctx, e.Provider, msg); err != nil {
 		s.log.Error("webhook replay failed", "event_id", eventID, "err", err)
-		ae := newError(http.StatusServiceUnavailable, "WH-PUBLISH-FAILED", "publish_failed_"+classify(err).String(), "the event could not be republished; retry later")
+		ae := newError("WH-PUBLISH-FAILED", "publish_failed_"+classify(err).String(), "the event could not be republished; retry later")
 		ae.RetryAfter = 5
 		return DLQEntry{}, ae
 	}

@@ -22,7 +22,7 @@ func (s *Service) encodeCursor(k pageKey, filter string) string {
 	return cur
 }
 
-var errBadCursor = newError(http.StatusBadRequest, "WH-INVALID-CURSOR", "invalid_cursor", "the cursor is invalid or was issued for other filters")
+var errBadCursor = newError("WH-INVALID-CURSOR", "invalid_cursor", "the cursor is invalid or was issued for other filters")
 
 func (s *Service) decodeCursor(raw, filter string) (*pageKey, error) {
 	if raw == "" {
@@ -48,7 +48,7 @@ func pageLimit(r *http.Request) (int, error) {
 	}
 	n, err := strconv.Atoi(raw)
 	if err != nil || n < 1 || n > maxPageSize {
-		return 0, newError(http.StatusBadRequest, "WH-INVALID-PARAMETER", "invalid_parameter", "limit must be a whole number from 1 to 500")
+		return 0, newError("WH-INVALID-PARAMETER", "invalid_parameter", "limit must be a whole number from 1 to 500")
 	}
 	return n, nil
 }

@@ -1,10 +1,11 @@
 // Package docsui serves the daemon's API documentation with Swagger UI
 // (swagger-ui-dist, vendored in assets/ and embedded in the binary), for the
-// three OpenAPI documents of the services listener: the callbacks service's
+// OpenAPI documents of the services listener: the callbacks service's
 // (callbacks/README.md, at /v3/api-docs, UI at /swagger-ui.html), the platform's (docs/platform-api.md,
-// at /docs/openapi.json, UI at /docs when PLATFORM_DOCS_ENABLED=true) and a
+// at /docs/openapi.json, UI at /docs when PLATFORM_DOCS_ENABLED=true), a
 // copy of the bridge's (docs/bridge-api.md: the bridge listener's own copy needs a
-// token). See README: API documentation.
+// token), the factory's and webhook ingestion's (ingest/README.md, at
+// /v3/api-docs/ingest). See README: API documentation.
 //
 // It works offline: the page loads only its own assets, has no inline script
 // or style, and every answer carries a Content-Security-Policy that allows
@@ -40,6 +41,7 @@ const (
 	PlatformDocURL  = "/docs/openapi.json"
 	BridgeDocURL    = "/v3/api-docs/bridge"
 	FactoryDocURL   = "/v3/api-docs/factory"
+	IngestDocURL    = "/v3/api-docs/ingest"
 )
 
 // Doc is an OpenAPI document the UI offers.
@@ -56,6 +58,7 @@ func documents() []Doc {
 		{ID: "platform", Title: "Workflow platform (spec 2)", URL: PlatformDocURL},
 		{ID: "bridge", Title: "Agent bridge (spec 1)", URL: BridgeDocURL},
 		{ID: "factory", Title: "Factory runs (spec 3)", URL: FactoryDocURL},
+		{ID: "ingest", Title: "Webhook ingestion", URL: IngestDocURL},
 	}
 }
 

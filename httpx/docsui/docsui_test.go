@@ -137,11 +137,12 @@ func TestDocumentsPutsThePrimaryFirst(t *testing.T) {
 		}
 		return out
 	}
-	is.Equal(ids(Documents("callbacks")), []string{"callbacks", "platform", "bridge", "factory"})
-	is.Equal(ids(Documents("platform")), []string{"platform", "callbacks", "bridge", "factory"})
-	is.Equal(ids(Documents("bridge")), []string{"bridge", "callbacks", "platform", "factory"})
-	is.Equal(ids(Documents("factory")), []string{"factory", "callbacks", "platform", "bridge"})
-	is.Equal(ids(Documents("nothing")), []string{"callbacks", "platform", "bridge", "factory"})
+	is.Equal(ids(Documents("callbacks")), []string{"callbacks", "platform", "bridge", "factory", "ingest"})
+	is.Equal(ids(Documents("platform")), []string{"platform", "callbacks", "bridge", "factory", "ingest"})
+	is.Equal(ids(Documents("bridge")), []string{"bridge", "callbacks", "platform", "factory", "ingest"})
+	is.Equal(ids(Documents("factory")), []string{"factory", "callbacks", "platform", "bridge", "ingest"})
+	is.Equal(ids(Documents("ingest")), []string{"ingest", "callbacks", "platform", "bridge", "factory"})
+	is.Equal(ids(Documents("nothing")), []string{"callbacks", "platform", "bridge", "factory", "ingest"})
 	is.Equal(Documents("bridge")[0].URL, BridgeDocURL)
 	is.Equal(len(Documents("platform")), len(documents())) // the reorder does not lose or repeat one
 }

@@ -76,9 +76,9 @@ func (s *Service) handleWebhook(w http.ResponseWriter, r *http.Request, ps httpr
 		key = overflowKey
 	}
 	if ok, wait := s.limiter.allow(key); !ok {
-		e := newError(http.StatusTooManyRequests, "WH-RATE-LIMITED", "rate_limited", "too many webhooks for this provider; retry later")
+		e := newError("WH-RATE-LIMITED", "rate_limited", "too many webhooks for this provider; retry later")
 		e.RetryAfter = retryAfterSeconds(wait)
-		s.hub.publish(Activity{Time: now, Kind: KindRejected, EventID: req.env.ID, Provider: req.env.Provider, Reason: e.Reason, Status: e.Status})
+		s.hub.publish(Activity{Time: now, Kind: KindRejected, EventID: req.env.ID, Provider: req.env.Provider, Reason: e.Reason, Status: e.status()})
 		writeError(w, r, e)
 		return
 	}
@@ -108,12 +108,12 @@ func (s *Service) checkProvider(req *request) error {
 func (s *Service) providerTopic(provider string) (string, error) {
 	if provider == "" || len(provider) > maxProviderLen ||
 		(s.cfg.Security.ValidateProviderName && !s.namePattern.MatchString(provider)) {
-		return "", newError(http.StatusBadRequest, "WH-INVALID-PROVIDER", "invalid_provider",
+		return "", newError("WH-INVALID-PROVIDER", "invalid_provider",
 			fmt.Sprintf("provider name must match %s and have at most %d characters", s.cfg.Security.ProviderNamePattern, maxProviderLen))
 	}
 	topic, err := s.topicFor(provider)
 	if err != nil {
-		return "", newError(http.StatusBadRequest, "WH-INVALID-PROVIDER", "invalid_provider", "provider name does not make a valid topic name")
+		return "", newError("WH-INVALID-PROVIDER", "invalid_provider", "provider name does not make a valid topic name")
 	}
 	return topic, nil
 }
@@ -126,12 +126,12 @@ func (s *Service) validate(w http.ResponseWriter, r *http.Request, req *request,
 		return nameErr
 	}
 	if validating && !s.allowedMethods[r.Method] {
-		e := newError(http.StatusMethodNotAllowed, "WH-METHOD-NOT-ALLOWED", "method_not_allowed", fmt.Sprintf("method %s is not allowed; use %s", r.Method, s.allowHeader))
+		e := newError("WH-METHOD-NOT-ALLOWED", "method_not_allowed", fmt.Sprintf("method %s is not allowed; use %s", r.Method, s.allowHeader))
 		e.Allow = s.allowHeader
 		return e
 	}
 	if !s.source.allowed(req.provider, req.addr) {
-		return newError(http.StatusForbidden, "WH-SOURCE-NOT-ALLOWED", "source_not_allowed",
+		return newError("WH-SOURCE-NOT-ALLOWED", "source_not_allowed",
 			fmt.Sprintf("source address %s may not post webhooks for %s", addrString(req.addr), req.provider))
 	}
 	mediaType := ""
@@ -139,7 +139,7 @@ func (s *Service) validate(w http.ResponseWriter, r *http.Request, req *request,
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil {
 			if validating {
-				return newError(http.StatusUnsupportedMediaType, "WH-UNSUPPORTED-MEDIA-TYPE", "unsupported_content_type", "Content-Type is malformed")
+				return newError("WH-UNSUPPORTED-MEDIA-TYPE", "unsupported_content_type", "Content-Type is malformed")
 			}
 		}
 		mediaType = strings.ToLower(mt)
@@ -147,10 +147,10 @@ func (s *Service) validate(w http.ResponseWriter, r *http.Request, req *request,
 	if validating {
 		switch {
 		case mediaType == "" && sec.RequireContentType:
-			return newError(http.StatusUnsupportedMediaType, "WH-UNSUPPORTED-MEDIA-TYPE", "content_type_required",
+			return newError("WH-UNSUPPORTED-MEDIA-TYPE", "content_type_required",
 				"a Content-Type is required: "+strings.Join(sec.AllowedContentTypes, " or "))
 		case mediaType != "" && !s.contentTypes[mediaType]:
-			return newError(http.StatusUnsupportedMediaType, "WH-UNSUPPORTED-MEDIA-TYPE", "unsupported_content_type",
+			return newError("WH-UNSUPPORTED-MEDIA-TYPE", "unsupported_content_type",
 				fmt.Sprintf("Content-Type %s is not accepted; use %s", mediaType, strings.Join(sec.AllowedContentTypes, " or ")))
 		}
 	}
@@ -161,16 +161,16 @@ func (s *Service) validate(w http.ResponseWriter, r *http.Request, req *request,
 	if validating {
 		switch {
 		case len(body) == 0:
-			return newError(http.StatusBadRequest, "WH-EMPTY-BODY", "empty_body", "the request body is empty")
+			return newError("WH-EMPTY-BODY", "empty_body", "the request body is empty")
 		case isJSON(mediaType) && !json.Valid(body):
-			return newError(http.StatusBadRequest, "WH-MALFORMED-BODY", "malformed_body", "the body is not valid JSON")
+			return newError("WH-MALFORMED-BODY", "malformed_body", "the body is not valid JSON")
 		case mediaType == "application/x-www-form-urlencoded" && !validForm(body):
-			return newError(http.StatusBadRequest, "WH-MALFORMED-BODY", "malformed_body", "the body is not valid application/x-www-form-urlencoded")
+			return newError("WH-MALFORMED-BODY", "malformed_body", "the body is not valid application/x-www-form-urlencoded")
 		}
 	}
 	hdr, err := s.headers.forward(r.Header)
 	if err != nil {
-		return newError(http.StatusRequestHeaderFieldsTooLarge, "WH-HEADERS-TOO-LARGE", "headers_too_large",
+		return newError("WH-HEADERS-TOO-LARGE", "headers_too_large",
 			fmt.Sprintf("request headers exceed %d bytes", maxForwardedHeader))
 	}
 	req.env.Header = hdr
@@ -197,7 +197,7 @@ func (s *Service) payloadLimit() int64 {
 // as it arrives within the shared budget (body.go).
 func (s *Service) readBody(w http.ResponseWriter, r *http.Request, req *request) error {
 	limit := s.payloadLimit()
-	tooLarge := newError(http.StatusRequestEntityTooLarge, "WH-PAYLOAD-TOO-LARGE", "payload_too_large",
+	tooLarge := newError("WH-PAYLOAD-TOO-LARGE", "payload_too_large",
 		fmt.Sprintf("the body exceeds %d bytes", limit))
 	if r.ContentLength > limit {
 		// Refuse without reading; the connection cannot be reused.
@@ -217,16 +217,16 @@ func (s *Service) readBody(w http.ResponseWriter, r *http.Request, req *request)
 	case errors.Is(err, errBodyBudget):
 		// The rest of the body is left unread: the connection cannot be reused.
 		w.Header().Set("Connection", "close")
-		e := newError(http.StatusServiceUnavailable, "WH-OVERLOADED", "overloaded", "too many webhook bodies are being received at once; retry later")
+		e := newError("WH-OVERLOADED", "overloaded", "too many webhook bodies are being received at once; retry later")
 		e.RetryAfter, e.transient = 1, true
 		return e
 	case errors.Is(err, errBodyTimeout):
 		w.Header().Set("Connection", "close")
-		e := newError(http.StatusRequestTimeout, "WH-BODY-TIMEOUT", "body_timeout", "the request body was not received in time")
+		e := newError("WH-BODY-TIMEOUT", "body_timeout", "the request body was not received in time")
 		e.transient = true
 		return e
 	default:
-		return newError(http.StatusBadRequest, "WH-BAD-REQUEST", "body_read_error", "the request body could not be read")
+		return newError("WH-BAD-REQUEST", "body_read_error", "the request body could not be read")
 	}
 }
 
@@ -241,7 +241,7 @@ func (s *Service) reject(w http.ResponseWriter, r *http.Request, req *request, e
 		// The client is asked to come back (like 429): dead-lettering what
 		// a flood of slow or concurrent bodies left behind would defeat
 		// the point of refusing them.
-		s.hub.publish(Activity{Time: req.env.ReceivedAt, Kind: KindRejected, EventID: req.env.ID, Provider: req.env.Provider, Topic: req.topic, Reason: ae.Reason, Status: ae.Status})
+		s.hub.publish(Activity{Time: req.env.ReceivedAt, Kind: KindRejected, EventID: req.env.ID, Provider: req.env.Provider, Topic: req.topic, Reason: ae.Reason, Status: ae.status()})
 		writeError(w, r, ae)
 		return
 	}
@@ -258,7 +258,7 @@ func (s *Service) reject(w http.ResponseWriter, r *http.Request, req *request, e
 			env.Header = hdr
 		}
 	}
-	dl := deadLetter{stage: StageIngest, reason: ae.Reason, detail: ae.Msg, status: ae.Status, topic: req.topic, omitted: req.tooLarge || !req.bodyRead}
+	dl := deadLetter{stage: StageIngest, reason: ae.Reason, detail: ae.Msg, status: ae.status(), topic: req.topic, omitted: req.tooLarge || !req.bodyRead}
 	if dl.omitted {
 		env.Size = int(max(r.ContentLength, 0))
 	} else {
@@ -269,7 +269,7 @@ func (s *Service) reject(w http.ResponseWriter, r *http.Request, req *request, e
 	if err := s.sendDeadLetter(context.WithoutCancel(r.Context()), dl); err != nil {
 		s.log.Error("webhook rejected and not dead-lettered", "event_id", env.ID, "provider", env.Provider, "reason", ae.Reason, "err", err)
 	}
-	s.hub.publish(Activity{Time: env.ReceivedAt, Kind: KindRejected, EventID: env.ID, Provider: env.Provider, Topic: req.topic, Reason: ae.Reason, Status: ae.Status})
+	s.hub.publish(Activity{Time: env.ReceivedAt, Kind: KindRejected, EventID: env.ID, Provider: env.Provider, Topic: req.topic, Reason: ae.Reason, Status: ae.status()})
 	writeError(w, r, ae)
 }
 
@@ -303,22 +303,22 @@ func (s *Service) publishFailed(w http.ResponseWriter, r *http.Request, req *req
 	var ae *apiError
 	switch {
 	case errors.Is(err, errOverloaded):
-		ae = newError(http.StatusServiceUnavailable, "WH-OVERLOADED", "overloaded", "the publication buffer is full; retry later")
+		ae = newError("WH-OVERLOADED", "overloaded", "the publication buffer is full; retry later")
 		ae.RetryAfter = 1
-		s.hub.publish(Activity{Time: env.ReceivedAt, Kind: KindRejected, EventID: env.ID, Provider: req.provider, Reason: ae.Reason, Status: ae.Status})
+		s.hub.publish(Activity{Time: env.ReceivedAt, Kind: KindRejected, EventID: env.ID, Provider: req.provider, Reason: ae.Reason, Status: ae.status()})
 		writeError(w, r, ae)
 		return
 	case errors.Is(err, errClosing):
-		ae = newError(http.StatusServiceUnavailable, "WH-UNAVAILABLE", "shutting_down", "the service is shutting down; retry later")
+		ae = newError("WH-UNAVAILABLE", "shutting_down", "the service is shutting down; retry later")
 		ae.RetryAfter = 5
 		writeError(w, r, ae)
 		return
 	}
 	class := classify(err)
-	ae = newError(http.StatusServiceUnavailable, "WH-PUBLISH-FAILED", "publish_failed_"+class.String(), "the event could not be published; retry later")
+	ae = newError("WH-PUBLISH-FAILED", "publish_failed_"+class.String(), "the event could not be published; retry later")
 	ae.RetryAfter = 5
 	if class == classClient {
-		ae.Status, ae.Code, ae.RetryAfter = http.StatusUnprocessableEntity, "WH-UNPUBLISHABLE", 0
+		ae.Code, ae.RetryAfter = "WH-UNPUBLISHABLE", 0
 		ae.Msg = "the event cannot be published (for example, larger than the broker accepts)"
 	}
 	level := slog.LevelError
@@ -328,10 +328,10 @@ func (s *Service) publishFailed(w http.ResponseWriter, r *http.Request, req *req
 		level = slog.LevelWarn
 	}
 	s.log.Log(r.Context(), level, "webhook publication failed", "event_id", env.ID, "provider", req.provider, "topic", req.topic, "class", class.String(), "err", err)
-	dl := deadLetter{headers: env.headers(), payload: env.Payload, stage: StagePublish, reason: ae.Reason, detail: err.Error(), status: ae.Status, topic: req.topic}
+	dl := deadLetter{headers: env.headers(), payload: env.Payload, stage: StagePublish, reason: ae.Reason, detail: err.Error(), status: ae.status(), topic: req.topic}
 	if derr := s.sendDeadLetter(context.WithoutCancel(r.Context()), dl); derr != nil {
 		s.log.Error("webhook publication failed and was not dead-lettered", "event_id", env.ID, "err", derr)
 	}
-	s.hub.publish(Activity{Time: env.ReceivedAt, Kind: KindFailed, EventID: env.ID, Provider: req.provider, Topic: req.topic, Reason: ae.Reason, Status: ae.Status})
+	s.hub.publish(Activity{Time: env.ReceivedAt, Kind: KindFailed, EventID: env.ID, Provider: req.provider, Topic: req.topic, Reason: ae.Reason, Status: ae.status()})
 	writeError(w, r, ae)
 }

@@ -136,7 +136,7 @@ func (a *app) debugSession(ctx context.Context, body map[string]any, in io.Reade
 	}
 	call := func(method, path string, hdr map[string]string, body any) (debugView, json.RawMessage, error) {
 		var raw json.RawMessage
-		_, err := platformDo(ctx, c.http, c.state.ServicesURL, method, path, c.token, hdr, body, &raw)
+		_, err := c.api(c.state.ServicesURL).Do(ctx, method, path, hdr, body, &raw)
 		var v debugView
 		if err == nil && len(raw) > 0 {
 			err = json.Unmarshal(raw, &v)

@@ -15,7 +15,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentbridge/bridge/client"
 	"github.com/agentbridge/bridge/client/factory"
 )
 
@@ -394,20 +393,11 @@ func (a *app) factoryJournalCmd() *cobra.Command {
 
 // downloadRaw copies a raw answer of the services listener to w.
 func (c *daemonConn) downloadRaw(ctx context.Context, path string, w io.Writer) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.state.ServicesURL+path, nil)
+	resp, err := c.api(c.state.ServicesURL).Send(ctx, http.MethodGet, path, nil, nil)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("GET %s: %w", path, err)
-	}
 	defer resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return client.DecodeError(resp.StatusCode, data)
-	}
 	_, err = io.Copy(w, resp.Body)
 	return err
 }

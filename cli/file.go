@@ -103,7 +103,7 @@ func (a *app) uploadFile(ctx context.Context, tg *target, ut uploadTarget, path 
 	sum := hex.EncodeToString(h.Sum(nil))
 	var f client.File
 	if o.resume != "" {
-		if err := tg.call(ctx, http.MethodGet, tg.env("/files/"+url.PathEscape(o.resume)), nil, nil, &f); err != nil {
+		if f, err = tg.api().File(ctx, tg.e(), o.resume); err != nil {
 			return f, err
 		}
 		if f.Size != size || f.SHA256 != sum {
@@ -184,7 +184,7 @@ func (s *platformSession) send(ctx context.Context, path string, hdr map[string]
 		if err != nil {
 			return nil, err
 		}
-		c := s.c.api(s.c.state.ServicesURL).WithToken(tok)
+		c := s.services(tok)
 		if streaming {
 			c = c.Streaming()
 		}
@@ -298,8 +298,8 @@ func (a *app) fileGetCmd(t *envTarget) *cobra.Command {
 		Example: `  bridge file get <file-id>
   bridge file get <file-id> --json | jq .sha256`,
 		Args: cobra.ExactArgs(1),
-	}, "file", func(ctx context.Context, tg *target, args []string, f *client.File) error {
-		return tg.call(ctx, http.MethodGet, tg.env("/files/"+url.PathEscape(args[0])), nil, nil, f)
+	}, "file", func(ctx context.Context, tg *target, args []string) (client.File, error) {
+		return tg.api().File(ctx, tg.e(), args[0])
 	}, func(_ *target, f client.File) error {
 		tw := tabwriter.NewWriter(a.out, 0, 4, 2, ' ', 0)
 		fmt.Fprintf(tw, "File %s %s\n", f.ID, f.Status)
@@ -437,8 +437,8 @@ func (a *app) fileDeleteCmd(t *envTarget) *cobra.Command {
 disappears at once; its content is removed when no running run refers to it.`,
 		Example: `  bridge file delete <file-id>`,
 		Args:    cobra.ExactArgs(1),
-	}, "answer", func(ctx context.Context, tg *target, args []string, d *client.FileDeletion) error {
-		return tg.call(ctx, http.MethodDelete, tg.env("/files/"+url.PathEscape(args[0])), nil, nil, d)
+	}, "answer", func(ctx context.Context, tg *target, args []string) (client.FileDeletion, error) {
+		return tg.api().DeleteFile(ctx, tg.e(), args[0])
 	}, func(_ *target, d client.FileDeletion) error {
 		msg := "Deleted file " + d.ID
 		if d.RetainedForRuns > 0 {

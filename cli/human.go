@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
@@ -116,8 +115,8 @@ last held) by you.`,
 func listHumanTasks(ctx context.Context, tg *target, q url.Values, mine bool) ([]client.HumanTask, error) {
 	queries := []url.Values{q}
 	if mine {
-		var id client.Identity
-		if err := tg.call(ctx, http.MethodGet, "/api/v1/identity", nil, nil, &id); err != nil {
+		id, err := tg.api().Identity(ctx)
+		if err != nil {
 			return nil, err
 		}
 		assigned, claimed := maps.Clone(q), maps.Clone(q)
@@ -190,9 +189,7 @@ completion submits), who holds or completed it, and its revision (for
 
 // getHumanTask reads a human task of the target's environment.
 func getHumanTask(ctx context.Context, tg *target, id string) (client.HumanTask, error) {
-	var h client.HumanTask
-	err := tg.call(ctx, http.MethodGet, tg.env("/human-tasks/"+url.PathEscape(id)), nil, nil, &h)
-	return h, err
+	return tg.api().HumanTask(ctx, tg.e(), id)
 }
 
 // printHumanTask writes a task for people.
@@ -268,9 +265,7 @@ func (f *humanFlags) post(ctx context.Context, tg *target, id, verb string, body
 	if f.revision > 0 {
 		hdr["If-Match"] = strconv.Quote(strconv.FormatInt(f.revision, 10))
 	}
-	var h client.HumanTask
-	err := tg.call(ctx, http.MethodPost, tg.env("/human-tasks/"+url.PathEscape(id)+"/"+verb), hdr, body, &h)
-	return h, err
+	return tg.api().HumanTaskAction(ctx, tg.e(), id, verb, hdr, body)
 }
 
 // humanChangeCmd completes cmd, which carries the help text and takes the

@@ -176,8 +176,8 @@ terminate cancels the run.`,
 				revision = inc.Revision
 			}
 			hdr := map[string]string{"If-Match": strconv.Quote(strconv.Itoa(revision))}
-			var res client.Resolved
-			if err := tg.call(ctx, http.MethodPost, tg.env("/incidents/"+url.PathEscape(id)+"/resolve"), hdr, req, &res); err != nil {
+			res, err := tg.api().ResolveIncident(ctx, tg.e(), id, hdr, req)
+			if err != nil {
 				return err
 			}
 			if asJSON {

@@ -131,8 +131,7 @@ func or(a, b string) string {
 // reportSignIn shows who the new token signs in as; an unlinked sign-in is
 // reported with what an administrator needs to link it.
 func (a *app) reportSignIn(ctx context.Context, s *platformSession, asJSON bool) error {
-	var id client.Identity
-	_, err := platformDo(ctx, s.c.http, s.c.state.ServicesURL, http.MethodGet, "/api/v1/identity", s.token, nil, nil, &id)
+	id, err := client.Platform{D: s.services(s.token)}.Identity(ctx)
 	var ae *apiError
 	if errors.As(err, &ae) && ae.Status == http.StatusUnauthorized {
 		iss, sub := unverifiedSubject(s.token)

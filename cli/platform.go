@@ -60,8 +60,8 @@ current grants, and the tenants, projects and environments you can use.`,
 			if err != nil {
 				return err
 			}
-			var id client.Identity
-			if _, err := s.call(cmd.Context(), http.MethodGet, "/api/v1/identity", nil, nil, &id); err != nil {
+			id, err := client.Platform{D: s}.Identity(cmd.Context())
+			if err != nil {
 				return err
 			}
 			if asJSON {

@@ -89,7 +89,7 @@ func expiry(now time.Time, seconds int64) time.Time {
 // clientConfiguration reads the public sign-in settings.
 func (s *platformSession) clientConfiguration(ctx context.Context) (client.ClientConfiguration, error) {
 	var cc client.ClientConfiguration
-	_, err := platformDo(ctx, s.c.http, s.c.state.ServicesURL, http.MethodGet, "/api/v1/client-configuration", "", nil, nil, &cc)
+	_, err := s.services("").Do(ctx, http.MethodGet, "/api/v1/client-configuration", nil, nil, &cc)
 	return cc, err
 }
 
@@ -148,59 +148,46 @@ func (s *platformSession) call(ctx context.Context, method, path string, hdr map
 	if err != nil {
 		return nil, err
 	}
-	h, err := platformDo(ctx, s.c.http, s.c.state.ServicesURL, method, path, tok, hdr, body, out)
+	h, err := s.services(tok).Do(ctx, method, path, hdr, body, out)
 	var ae *apiError
 	if errors.As(err, &ae) && ae.Status == http.StatusUnauthorized && s.provider == client.LocalProviderID {
 		if _, err := s.loginLocal(ctx); err != nil {
 			return nil, err
 		}
-		return platformDo(ctx, s.c.http, s.c.state.ServicesURL, method, path, s.token, hdr, body, out)
+		return s.services(s.token).Do(ctx, method, path, hdr, body, out)
 	}
 	return h, err
+}
+
+// Do is call: the session is a client.Doer for the typed platform API.
+func (s *platformSession) Do(ctx context.Context, method, path string, hdr map[string]string, body, out any) (http.Header, error) {
+	return s.call(ctx, method, path, hdr, body, out)
+}
+
+// ownerDoer sends the session's requests with the daemon owner token.
+type ownerDoer struct{ s *platformSession }
+
+func (o ownerDoer) Do(ctx context.Context, method, path string, hdr map[string]string, body, out any) (http.Header, error) {
+	return o.s.callOwner(ctx, method, path, hdr, body, out)
 }
 
 // callOwner sends an /admin request with the daemon owner token (the
 // built-in system principal).
 func (s *platformSession) callOwner(ctx context.Context, method, path string, hdr map[string]string, body, out any) (http.Header, error) {
-	return platformDo(ctx, s.c.http, s.c.state.ServicesURL, method, path, s.c.token, hdr, body, out)
+	return s.services(s.c.token).Do(ctx, method, path, hdr, body, out)
 }
 
-// platformDo sends one request to base with bearer, retried by the
-// client retry rule (client.Client.Do); answers >= 300 are *apiError.
-func platformDo(ctx context.Context, hc *http.Client, base, method, path, bearer string, hdr map[string]string, body, out any) (http.Header, error) {
-	return client.New(base, bearer, hc).Do(ctx, method, path, hdr, body, out)
+// services is a client of the services listener that sends token (none
+// when empty), with the client retry rule.
+func (s *platformSession) services(token string) *client.Client {
+	return s.c.api(s.c.state.ServicesURL).WithToken(token)
 }
 
-// collectPages follows next_cursor from path until the last page.
+// collectPages follows next_cursor from path until the last page, with
+// the session's token or, when owner, the owner token.
 func collectPages[T any](ctx context.Context, s *platformSession, path string, owner bool) ([]T, error) {
-	var all []T
-	cursor := ""
-	for {
-		p := path
-		if cursor != "" {
-			sep := "?"
-			if strings.Contains(p, "?") {
-				sep = "&"
-			}
-			p += sep + "cursor=" + url.QueryEscape(cursor)
-		}
-		var page struct {
-			Items      []T     `json:"items"`
-			NextCursor *string `json:"next_cursor"`
-		}
-		var err error
-		if owner {
-			_, err = s.callOwner(ctx, http.MethodGet, p, nil, nil, &page)
-		} else {
-			_, err = s.call(ctx, http.MethodGet, p, nil, nil, &page)
-		}
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, page.Items...)
-		if page.NextCursor == nil || *page.NextCursor == "" {
-			return all, nil
-		}
-		cursor = *page.NextCursor
+	if owner {
+		return client.Collect[T](ctx, ownerDoer{s}, path)
 	}
+	return client.Collect[T](ctx, s, path)
 }

@@ -34,18 +34,18 @@ func envListCmd[T any](a *app, t *envTarget, cmd *cobra.Command, plural string, 
 }
 
 // envOneCmd completes cmd, which carries the help text and its Args: call
-// reads or changes one resource (named by singular), show prints it for
-// people and --json prints it as JSON.
+// reads or changes one resource (named by singular) and answers it, show
+// prints it for people and --json prints it as JSON.
 func envOneCmd[T any](a *app, t *envTarget, cmd *cobra.Command, singular string,
-	call func(ctx context.Context, tg *target, args []string, v *T) error, show func(tg *target, v T) error) *cobra.Command {
+	call func(ctx context.Context, tg *target, args []string) (T, error), show func(tg *target, v T) error) *cobra.Command {
 	var asJSON bool
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		ctx, tg, err := t.openEnv(cmd, a)
 		if err != nil {
 			return err
 		}
-		var v T
-		if err := call(ctx, tg, args, &v); err != nil {
+		v, err := call(ctx, tg, args)
+		if err != nil {
 			return err
 		}
 		if asJSON {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -56,6 +57,14 @@ func (t *target) call(ctx context.Context, method, path string, hdr map[string]s
 	return err
 }
 
+// api is the typed platform API through the session.
+func (t *target) api() client.Platform { return client.Platform{D: t.s} }
+
+// e is the environment the target addresses.
+func (t *target) e() client.Env {
+	return client.Env{Tenant: t.ids.tenant, Project: t.ids.project, Environment: t.ids.environment}
+}
+
 // env is the path of an environment resource ("/runs/...").
 func (t *target) env(rest string) string { return t.ids.environmentPath() + rest }
 
@@ -68,8 +77,8 @@ func (t *envTarget) open(ctx context.Context, a *app, needEnv bool) (*target, er
 	}
 	ids := t.ids
 	if ids.tenant == "" || ids.project == "" || (needEnv && ids.environment == "") {
-		var id client.Identity
-		if _, err := s.call(ctx, http.MethodGet, "/api/v1/identity", nil, nil, &id); err != nil {
+		id, err := client.Platform{D: s}.Identity(ctx)
+		if err != nil {
 			return nil, err
 		}
 		if ids, err = pickWorkspace(id.Workspaces, ids, needEnv); err != nil {
@@ -271,12 +280,8 @@ func (f *runStartFlags) add(cmd *cobra.Command, inputHelp, activationHelp string
 	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print the run as JSON")
 }
 
-func (f *runStartFlags) idempotency() map[string]string {
-	if f.key == "" {
-		return map[string]string{client.HeaderIdempotencyKey: uuid.NewString()}
-	}
-	return map[string]string{client.HeaderIdempotencyKey: f.key}
-}
+// idempotencyKey is --idempotency-key, else a new key.
+func (f *runStartFlags) idempotencyKey() string { return cmp.Or(f.key, uuid.NewString()) }
 
 func (a *app) runStartCmd(t *envTarget) *cobra.Command {
 	var f runStartFlags
@@ -318,8 +323,8 @@ succeeded. Ctrl-C stops waiting (exit 1); the run continues.`,
 				act, label = found.ID, activationLabel(found)
 			}
 			req := client.StartRequest{ActivationID: act, Input: input, BusinessKey: f.businessKey, CorrelationKey: f.corrKey}
-			var run client.Run
-			if err := tg.call(ctx, http.MethodPost, tg.env("/runs"), f.idempotency(), req, &run); err != nil {
+			run, err := tg.api().StartRun(ctx, tg.e(), f.idempotencyKey(), req)
+			if err != nil {
 				return err
 			}
 			return a.startedRun(ctx, tg, run, label, &f)
@@ -544,9 +549,7 @@ func compactJSON(raw json.RawMessage) string {
 
 // getRun reads a run of the target's environment.
 func (t *target) getRun(ctx context.Context, id string) (client.Run, error) {
-	var run client.Run
-	err := t.call(ctx, http.MethodGet, t.env("/runs/"+url.PathEscape(id)), nil, nil, &run)
-	return run, err
+	return t.api().Run(ctx, t.e(), id)
 }
 
 // printTable prints items as a JSON array with asJSON, else as a table
@@ -569,17 +572,18 @@ func printTable[T any](a *app, items []T, asJSON bool, empty, header string, row
 }
 
 // runIDCmd completes cmd, which carries the help text and takes the run id
-// as its first argument: it POSTs body() to E/runs/{run}+suffix with
-// hdr() and prints the answered run, as JSON with --json.
-func (a *app) runIDCmd(t *envTarget, cmd *cobra.Command, suffix string, hdr func() map[string]string, body func() any) *cobra.Command {
+// as its first argument: it POSTs body() to E/runs/{run}/{action} with the
+// Idempotency-Key key() (none when empty) and prints the answered run, as
+// JSON with --json.
+func (a *app) runIDCmd(t *envTarget, cmd *cobra.Command, action string, key func() string, body func() any) *cobra.Command {
 	var asJSON bool
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		ctx, tg, err := t.openEnv(cmd, a)
 		if err != nil {
 			return err
 		}
-		var run client.Run
-		if err := tg.call(ctx, http.MethodPost, tg.env("/runs/"+url.PathEscape(args[0])+suffix), hdr(), body(), &run); err != nil {
+		run, err := tg.api().RunAction(ctx, tg.e(), args[0], action, key(), body())
+		if err != nil {
 			return err
 		}
 		if asJSON {
@@ -616,8 +620,7 @@ func (a *app) runGetCmd(t *envTarget) *cobra.Command {
 				return a.printJSON(run)
 			}
 			label := ""
-			var x client.Activation
-			if tg.call(ctx, http.MethodGet, tg.env("/activations/"+url.PathEscape(run.Activation.ID)), nil, nil, &x) == nil {
+			if x, err := tg.api().Activation(ctx, tg.e(), run.Activation.ID); err == nil {
 				label = activationLabel(x)
 			}
 			a.printRun(run, label)
@@ -725,18 +728,11 @@ nothing; another ended run is refused (PF-RUNTIME-STATE). Work already issued
 (an HTTP call, a worker task) may still finish: the output says so.`,
 		Example: `  bridge run cancel <run-id> --reason "customer withdrew the order"`,
 		Args:    cobra.ExactArgs(1),
-	}, "/cancel", func() map[string]string { return optionalKey(key) }, func() any { return client.CancelRequest{Reason: reason} })
+	}, "cancel", func() string { return key }, func() any { return client.CancelRequest{Reason: reason} })
 	cmd.Flags().StringVar(&reason, "reason", "", "why the run is cancelled; required")
 	cmd.Flags().StringVar(&key, "idempotency-key", "", "Idempotency-Key (optional)")
 	requireFlags(cmd, "reason")
 	return cmd
-}
-
-func optionalKey(key string) map[string]string {
-	if key == "" {
-		return nil
-	}
-	return map[string]string{client.HeaderIdempotencyKey: key}
 }
 
 func (a *app) runPauseCmd(t *envTarget, pause bool) *cobra.Command {
@@ -754,12 +750,7 @@ resumed. Work already issued may still finish; cancellation applies at once.`
 		Long:    long,
 		Example: fmt.Sprintf("  bridge run %s <run-id>\n  bridge run %s <run-id> --reason \"waiting for the supplier\"", verb, verb),
 		Args:    cobra.ExactArgs(1),
-	}, "/"+verb, func() map[string]string {
-		if key == "" {
-			return map[string]string{client.HeaderIdempotencyKey: uuid.NewString()}
-		}
-		return optionalKey(key)
-	}, func() any { return client.PauseRequest{Reason: reason} })
+	}, verb, func() string { return cmp.Or(key, uuid.NewString()) }, func() any { return client.PauseRequest{Reason: reason} })
 	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded in the run's history)")
 	cmd.Flags().StringVar(&key, "idempotency-key", "", "Idempotency-Key (default: a new one)")
 	return cmd
@@ -804,8 +795,8 @@ values (shown "[redacted]") needs --input.`,
 			if cmd.Flags().Changed("correlation-key") {
 				req.CorrelationKey = f.corrKey
 			}
-			var run client.Run
-			if err := tg.call(ctx, http.MethodPost, tg.env("/runs/"+url.PathEscape(old.ID)+"/retry"), f.idempotency(), req, &run); err != nil {
+			run, err := tg.api().RunAction(ctx, tg.e(), old.ID, "retry", f.idempotencyKey(), req)
+			if err != nil {
 				return err
 			}
 			return a.startedRun(ctx, tg, run, "activation "+run.Activation.ID+", retry of "+old.ID, &f)
@@ -840,8 +831,8 @@ nothing. While the run is paused the signal is held and applied on resume.`,
 			if err != nil {
 				return err
 			}
-			var res client.SignalAccepted
-			if err := tg.call(ctx, http.MethodPost, tg.env("/runs/"+url.PathEscape(args[0])+"/signals"), optionalKey(key), req, &res); err != nil {
+			res, err := tg.api().Signal(ctx, tg.e(), args[0], key, req)
+			if err != nil {
 				return err
 			}
 			if asJSON {

@@ -216,12 +216,13 @@ func (a *app) sourceGetCmd(t *envTarget, disable bool) *cobra.Command {
 		use, short, example = "disable <source-id>", "Disable a provider source for good (its ingress answers 404; pending receipts are blocked)", "  bridge source disable <source-id>"
 	}
 	return envOneCmd(a, t, &cobra.Command{Use: use, Short: short, Example: example, Args: cobra.ExactArgs(1)}, "source",
-		func(ctx context.Context, tg *target, args []string, s *client.Source) error {
+		func(ctx context.Context, tg *target, args []string) (s client.Source, err error) {
 			method, path := http.MethodGet, tg.env("/provider-sources/"+url.PathEscape(args[0]))
 			if disable {
 				method, path = http.MethodPost, path+"/disable"
 			}
-			return tg.call(ctx, method, path, nil, nil, s)
+			err = tg.call(ctx, method, path, nil, nil, &s)
+			return s, err
 		}, func(tg *target, s client.Source) error {
 			if disable {
 				fmt.Fprintf(a.out, "Source %s is disabled\n", s.ID)

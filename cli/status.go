@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentbridge/bridge/client"
 	"github.com/agentbridge/bridge/daemon"
 )
 
@@ -24,19 +25,11 @@ func ensureDir(dir string) error {
 func probeHealth(ctx context.Context, servicesURL string) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, servicesURL+"/health/ready", nil)
+	resp, err := client.New(servicesURL, "", nil).Send(ctx, http.MethodGet, "/health/ready", nil, nil)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("health: %s", resp.Status)
-	}
-	return nil
+	return resp.Body.Close()
 }
 
 func (a *app) statusCmd() *cobra.Command {

@@ -289,8 +289,11 @@ func (a *app) showStep(v client.StepTest, asJSON bool) error {
 // testOneCmd is a command on one step test: call answers it.
 func (a *app) testOneCmd(t *envTarget, use, short, example string, nargs cobra.PositionalArgs,
 	call func(ctx context.Context, tg *target, args []string, v *client.StepTest) error) *cobra.Command {
-	return envOneCmd(a, t, &cobra.Command{Use: use, Short: short, Example: example, Args: nargs}, "step test", call,
-		func(_ *target, v client.StepTest) error { return a.showStep(v, false) })
+	return envOneCmd(a, t, &cobra.Command{Use: use, Short: short, Example: example, Args: nargs}, "step test",
+		func(ctx context.Context, tg *target, args []string) (v client.StepTest, err error) {
+			err = call(ctx, tg, args, &v)
+			return v, err
+		}, func(_ *target, v client.StepTest) error { return a.showStep(v, false) })
 }
 
 func (a *app) testShowCmd(t *envTarget) *cobra.Command {
@@ -470,8 +473,9 @@ func (a *app) testDeactivateCmd(t *envTarget) *cobra.Command {
 		Short:   "End a test activation now (its test runs stay readable)",
 		Example: "  bridge test deactivate <test-activation-id>",
 		Args:    cobra.ExactArgs(1),
-	}, "test activation", func(ctx context.Context, tg *target, args []string, ta *client.TestActivation) error {
-		return tg.call(ctx, http.MethodDelete, tg.env("/test-activations/"+url.PathEscape(args[0])), nil, nil, ta)
+	}, "test activation", func(ctx context.Context, tg *target, args []string) (ta client.TestActivation, err error) {
+		err = tg.call(ctx, http.MethodDelete, tg.env("/test-activations/"+url.PathEscape(args[0])), nil, nil, &ta)
+		return ta, err
 	}, func(_ *target, ta client.TestActivation) error {
 		_, err := fmt.Fprintf(a.out, "Test activation %s %s\n", ta.ID, ta.Status)
 		return err

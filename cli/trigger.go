@@ -163,16 +163,16 @@ func (a *app) triggerListCmd(t *envTarget) *cobra.Command {
 func (a *app) triggerGetCmd(t *envTarget) *cobra.Command {
 	return envOneCmd(a, t, &cobra.Command{Use: "get <trigger-id>", Short: "Show a trigger (never its secret)",
 		Example: "  bridge trigger get <trigger-id> --json | jq -r .url", Args: cobra.ExactArgs(1)}, "trigger",
-		func(ctx context.Context, tg *target, args []string, tr *client.Trigger) error {
-			return tg.call(ctx, http.MethodGet, tg.env("/triggers/"+url.PathEscape(args[0])), nil, nil, tr)
+		func(ctx context.Context, tg *target, args []string) (client.Trigger, error) {
+			return tg.api().Trigger(ctx, tg.e(), args[0])
 		}, func(tg *target, tr client.Trigger) error { a.printTrigger(tg, tr, ""); return nil })
 }
 
 func (a *app) triggerDisableCmd(t *envTarget) *cobra.Command {
 	return envOneCmd(a, t, &cobra.Command{Use: "disable <trigger-id>", Short: "Disable a trigger for good (its URL answers 404 from then on)",
 		Example: "  bridge trigger disable <trigger-id>", Args: cobra.ExactArgs(1)}, "trigger",
-		func(ctx context.Context, tg *target, args []string, tr *client.Trigger) error {
-			return tg.call(ctx, http.MethodPost, tg.env("/triggers/"+url.PathEscape(args[0])+"/disable"), map[string]string{"If-Match": "1"}, nil, tr)
+		func(ctx context.Context, tg *target, args []string) (client.Trigger, error) {
+			return tg.api().DisableTrigger(ctx, tg.e(), args[0])
 		}, func(_ *target, tr client.Trigger) error {
 			_, err := fmt.Fprintf(a.out, "Trigger %s is disabled\n", tr.ID)
 			return err
@@ -254,7 +254,7 @@ func (a *app) sendSigned(ctx context.Context, path, secret, body, id string, out
 	}
 	hdr := map[string]string{client.HeaderWebhookID: id, client.HeaderWebhookTimestamp: strconv.FormatInt(now.Unix(), 10),
 		client.HeaderWebhookSignature: sig}
-	_, err = platformDo(ctx, c.http, c.state.ServicesURL, http.MethodPost, path, "", hdr, rawJSON(payload), out)
+	_, err = c.api(c.state.ServicesURL).WithToken("").Do(ctx, http.MethodPost, path, hdr, rawJSON(payload), out)
 	return id, err
 }
 

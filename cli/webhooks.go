@@ -16,7 +16,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentbridge/bridge/client"
 	"github.com/agentbridge/bridge/client/ingest"
 )
 
@@ -79,29 +78,22 @@ func (a *app) tailWebhooks(ctx context.Context, provider string, asJSON bool) er
 	if err != nil {
 		return err
 	}
-	u := c.state.ServicesURL + webhookStreamPath
+	path := webhookStreamPath
 	if provider != "" {
-		u += "?provider=" + url.QueryEscape(provider)
+		path += "?provider=" + url.QueryEscape(provider)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	req.Header.Set("Accept", "text/event-stream")
 	// No client timeout: the stream lasts until the user stops it.
-	resp, err := (&http.Client{}).Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("tail: %w", err)
+	resp, err := c.api(c.state.ServicesURL).Streaming().Send(ctx, http.MethodGet, path, map[string]string{"Accept": "text/event-stream"}, nil)
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae):
+		return err
+	case err != nil && ctx.Err() != nil:
+		return nil
+	case err != nil:
+		return fmt.Errorf("tail: %w", errors.Unwrap(err))
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return client.DecodeError(resp.StatusCode, data)
-	}
 	if !asJSON {
 		fmt.Fprintln(a.errw, "waiting for webhooks (Ctrl-C to stop)...")
 	}

@@ -7,6 +7,8 @@
 // the CLI and the end-to-end tests use it as any other client would.
 package client
 
+//go:generate go run ./internal/wiregen
+
 import (
 	"bytes"
 	"context"

@@ -69,7 +69,7 @@ func TestWireTypesFollowTheServers(t *testing.T) {
 	for _, p := range pairs {
 		c, s := reflect.TypeOf(p.c), reflect.TypeOf(p.s)
 		if diff := shapeDiff(c, s, c.Name(), 0); diff != "" {
-			t.Errorf("%s does not follow %s: %s", c, s, diff)
+			t.Errorf("%s does not follow %s: %s (run: go generate ./client)", c, s, diff)
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/agentbridge/bridge/bridge/provider/providertest"
+	"github.com/agentbridge/bridge/client"
 	"github.com/agentbridge/bridge/config"
 	"github.com/agentbridge/bridge/daemon"
 	"github.com/agentbridge/bridge/platform/identity"
@@ -223,11 +224,23 @@ func (e *daemonEnv) must(status int, r res) map[string]any {
 	return r.json(e.t)
 }
 
-// token mints a bridge client token (all profiles).
-func (e *daemonEnv) token(client, scopes string) string {
+// token mints a bridge client token (all profiles) through the typed client.
+func (e *daemonEnv) token(id, scopes string) string {
 	e.t.Helper()
-	body := map[string]any{"id": client, "scopes": strings.Split(scopes, ","), "profiles": []string{"*"}}
-	return e.must(201, e.do("POST", e.bridge+"/v1/bridge/admin/tokens", e.owner, body))["token"].(string)
+	var issued client.IssuedToken
+	_, err := client.New(e.bridge, e.owner, e.hc).Do(context.Background(), "POST", "/v1/bridge/admin/tokens", nil,
+		client.TokenRequest{ID: id, Scopes: strings.Split(scopes, ","), Profiles: []string{"*"}}, &issued)
+	if err != nil || issued.Token == "" {
+		e.t.Fatalf("mint a token for %s: %v", id, err)
+	}
+	return issued.Token
+}
+
+// platform is the typed platform API as the local operator, and the
+// local environment.
+func (e *daemonEnv) platform() (client.Platform, client.Env) {
+	return client.Platform{D: client.New(e.services, e.operator(), e.hc)},
+		client.Env{Tenant: e.ws.TenantID, Project: e.ws.ProjectID, Environment: e.ws.EnvironmentID}
 }
 
 // operator signs the local operator in through the built-in provider's
@@ -268,17 +281,22 @@ func (e *daemonEnv) projectURL() string {
 }
 
 // publish publishes a workflow in the local project and, when activate,
-// activates it in the local environment; it answers the published version id.
+// activates it in the local environment (through the typed client); it
+// answers the published version id.
 func (e *daemonEnv) publish(src string, activate bool) string {
 	e.t.Helper()
-	op := e.operator()
-	v := e.must(201, e.do("POST", e.projectURL()+"/workflows", op, map[string]string{"source": src, "format": "yaml"},
-		"Idempotency-Key", "publish-"+fmt.Sprint(time.Now().UnixNano())))["id"].(string)
-	if activate {
-		e.must(201, e.do("POST", e.projectURL()+"/environments/"+e.ws.EnvironmentID+"/activations", op,
-			map[string]string{"published_version_id": v}, "Idempotency-Key", "activate-"+v))
+	ctx := context.Background()
+	p, env := e.platform()
+	v, _, err := p.Publish(ctx, env, "workflows", "publish-"+fmt.Sprint(time.Now().UnixNano()), client.PublishRequest{Source: src, Format: client.FormatYAML})
+	if err != nil {
+		e.t.Fatalf("publish: %v", err)
 	}
-	return v
+	if activate {
+		if _, err := p.Activate(ctx, env, "activate-"+v.ID, client.ActivationRequest{PublishedVersionID: v.ID}); err != nil {
+			e.t.Fatalf("activate %s: %v", v.ID, err)
+		}
+	}
+	return v.ID
 }
 
 // startRun posts a workflow run as tok.

@@ -58,9 +58,9 @@ type StepTestRequest struct {
 	ReleaseBindings map[string]string `json:"release_bindings,omitempty"`
 	// the step's side effect class, required when it is idempotent, idempotency_key or unsafe
 	AcknowledgedSideEffect string `json:"acknowledged_side_effect,omitempty"`
-	// agent steps: tool name to the output the tool answers instead of running
+	// agent steps: tool name (its action reference) to the output the tool answers instead of running; it must fit the tool's output schema
 	ToolMocks map[string]json.RawMessage `json:"tool_mocks,omitempty"`
-	// agent steps: tools that really run (the step is then unsafe)
+	// agent steps: tools that really run (the step's class is then the strongest of theirs; each call of a side-effecting one waits for a confirm answer); other tools are refused
 	RealTools []string `json:"real_tools,omitempty"`
 	// 1..300 (agent steps 1..900); default the maximum
 	TimeoutSeconds int `json:"timeout_seconds,omitempty"`
@@ -158,12 +158,13 @@ type PendingItem struct {
 	InstanceKey string `json:"instance_key"`
 	// person: the step's decisions; confirm: true answers the first, false the last
 	Decisions []string `json:"decisions,omitempty"`
-	// confirm: the tool (action reference) the agent calls, its side
-	// effect class and the call's input (secret values redacted)
-	Tool       string          `json:"tool,omitempty"`
-	SideEffect string          `json:"side_effect,omitempty"`
-	Input      json.RawMessage `json:"input,omitempty"`
-	// review: the agent's answer (secret values redacted)
+	// Tool, SideEffect and Input describe a confirm item's call.
+	Tool string `json:"tool,omitempty"`
+	// confirm: the tool's side effect class
+	SideEffect string `json:"side_effect,omitempty"`
+	// confirm: the call's input, secret values redacted
+	Input json.RawMessage `json:"input,omitempty"`
+	// review: the agent's answer, secret values redacted
 	Output json.RawMessage `json:"output,omitempty"`
 	// confirm and review: when the item was raised
 	CreatedAt *time.Time `json:"created_at,omitempty"`

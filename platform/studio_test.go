@@ -1,6 +1,8 @@
 package platform_test
 
 import (
+	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -9,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/gorilla/websocket"
 
 	"github.com/agentbridge/bridge/platform/identity"
@@ -454,4 +457,79 @@ func TestStudioAgentToolMocks(t *testing.T) {
 	flow := map[string]any{"source": platformtest.FlowWorkflow, "definitions": []string{platformtest.GreetAction, platformtest.NothingAction},
 		"mode": "workflow", "mocks": json.RawMessage(`{"node:greet":{"output":{"name":"A"},"toolCalls":[{"tool":"acme/greet@1","input":{}}]}}`)}
 	h.problem(422, sim.CodeMockKey, h.post("/studio/local/debug/execute", op, flow))
+}
+
+// TestStudioProjectCatalog: the editor host resolves references against a
+// project's current catalog when the request names the project (catalog.read
+// there); a catalog the platform cannot read is 502 PF-STUDIO-CATALOG.
+func TestStudioProjectCatalog(t *testing.T) {
+	h := newHarness(t)
+	op := h.localToken()
+	h.mustPublish(op, "actions", platformtest.GreetAction, "g")
+	h.mustPublish(op, "actions", platformtest.NothingAction, "n")
+	h.mustPublish(op, "decision-tables", feeTable, "fee")
+	project := map[string]any{"tenant": h.ws.TenantID, "project": h.ws.ProjectID}
+	mocks := json.RawMessage(`{"action:acme/greet@1":{"output":{"name":"Ada"}},"node:nothing":{"output":{}}}`)
+	exec := func(tok string, body map[string]any) resp {
+		return h.post("/studio/local/debug/execute", tok, body)
+	}
+	var res sim.ExecuteResponse
+	h.must(200, exec(op, map[string]any{"source": platformtest.FlowWorkflow, "project": project, "mode": "workflow",
+		"mocks": mocks, "input": map[string]any{"name": "Ada"}}), &res)
+	if res.Status != "completed" || !res.Compile.OK {
+		t.Fatalf("%+v", res)
+	}
+	// A published decision table is loaded from the project with the program.
+	fee := `kind: workflow
+id: acme/fee-flow
+version: 1
+output: {type: object, properties: {fee: {type: number}}}
+steps:
+  - id: fee
+    decision: acme/fee@1
+    with: {tier: gold}
+  - id: done
+    succeed:
+      result: {fee: =steps.fee.output}
+`
+	h.must(200, exec(op, map[string]any{"source": fee, "project": project, "mode": "workflow"}), &res)
+	var out struct {
+		Variables struct {
+			Output json.RawMessage `json:"output"`
+		} `json:"variables"`
+	}
+	if err := json.Unmarshal(res.Run, &out); err != nil || res.Status != "completed" || string(out.Variables.Output) != `{"fee":0.0}` {
+		t.Fatalf("%s %s", res.Status, out.Variables.Output)
+	}
+	// Without the project the references do not resolve.
+	h.must(200, exec(op, map[string]any{"source": fee, "mode": "workflow"}), &res)
+	if res.Status != "failed" || res.Compile.OK {
+		t.Fatalf("%+v", res)
+	}
+	h.problem(422, sim.CodeStudioReq, exec(op, map[string]any{"source": fee, "project": project, "catalog": map[string]any{}, "mode": "workflow"}))
+	h.problem(404, "PF-NOT-FOUND", exec(op, map[string]any{"source": fee, "mode": "workflow",
+		"project": map[string]any{"tenant": h.ws.TenantID, "project": uuid.NewString()}}))
+	// catalog.read in the project is needed (simulate alone is not enough).
+	sub := h.link("human", "simulator")
+	h.grant(sub, identity.Scope{Tenant: h.ws.TenantID, Project: h.ws.ProjectID}, "", "simulate")
+	tok := h.ext.token(t, "simulator", nil)
+	h.problem(403, "PF-FORBIDDEN", exec(tok, map[string]any{"source": fee, "project": project, "mode": "workflow"}))
+	h.must(200, exec(tok, map[string]any{"source": fee, "mode": "workflow"}), nil)
+	h.problem(403, "PF-FORBIDDEN", h.post(sim.StudioSession, tok, map[string]any{"source": fee, "project": project}))
+
+	// A published version the platform cannot read: the catalog is
+	// unavailable to the editor host, on every route that reads it.
+	if err := h.d.DB.Write(context.Background(), func(tx *sql.Tx) error {
+		if _, err := tx.Exec(`DROP TRIGGER platform_definition_versions_no_update`); err != nil {
+			return err
+		}
+		_, err := tx.Exec(`UPDATE platform_definition_versions SET artifact = '{' WHERE definition_id = 'acme/nothing'`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h.problem(502, sim.CodeStudioCat, exec(op, map[string]any{"source": fee, "project": project, "mode": "workflow"}))
+	h.problem(502, sim.CodeStudioCat, h.post(sim.StudioSession, op, map[string]any{"source": fee, "project": project}))
+	h.problem(502, sim.CodeStudioCat, h.post("/studio/local/testdata/check", op, map[string]any{"source": fee, "project": project,
+		"document": json.RawMessage(`{"schemaVersion":1,"kind":"test-data"}`)}))
 }

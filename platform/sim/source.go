@@ -20,6 +20,57 @@ type Source struct {
 	Artifact    json.RawMessage `json:"artifact,omitempty"`
 	Catalog     json.RawMessage `json:"catalog,omitempty"`
 	Definitions []string        `json:"definitions,omitempty"`
+	// Project names a project of the platform whose current catalog (what
+	// GET P/catalog answers) the editor host reads to resolve references,
+	// instead of a catalog sent in the request (catalog.read there; 502
+	// PF-STUDIO-CATALOG when it cannot be read).
+	Project *ProjectRef `json:"project,omitempty"`
+}
+
+// ProjectRef names a project of the platform.
+type ProjectRef struct {
+	Tenant  string `json:"tenant"`
+	Project string `json:"project"`
+}
+
+// projectCatalog reads a project's current catalog lock for the editor
+// host. The project must exist (PF-NOT-FOUND); a catalog the platform
+// cannot read is PF-STUDIO-CATALOG.
+func (s *Service) projectCatalog(ctx context.Context, ref ProjectRef) (*lang.CatalogLock, error) {
+	ok, err := projectExists(ctx, s.db.Reader(), ref.Tenant, ref.Project)
+	if err != nil {
+		return nil, refuse(CodeStudioCat, "/project", "the platform's catalog is unavailable: %v", err)
+	}
+	if !ok {
+		return nil, refuse(CodeNotFound, "/project", "no project with that id in the tenant")
+	}
+	lock, err := catalog.ProjectLock(ctx, s.db.Reader(), ref.Project)
+	if err != nil {
+		return nil, refuse(CodeStudioCat, "/project", "the project's catalog cannot be read: %v", err)
+	}
+	return lock, nil
+}
+
+// projectDefinitions answers the artifacts of the project's actions and
+// decision tables that artifact references (the kernel loads them with the
+// program), except local ones (by published version id).
+func (s *Service) projectDefinitions(ctx context.Context, project string, artifact []byte, local map[string]bool) ([][]byte, error) {
+	refs, err := References(artifact)
+	if err != nil {
+		return nil, err
+	}
+	var defs [][]byte
+	for _, r := range refs {
+		if local[r.PublishedVersionID] || (r.Kind != lang.KindAction && r.Kind != lang.KindDecisionTable) {
+			continue
+		}
+		v, err := catalog.PublishedVersion(ctx, s.db.Reader(), project, r.PublishedVersionID)
+		if err != nil {
+			return nil, refuse(CodeStudioCat, "/project", "the definition %s cannot be read from the project's catalog: %v", r.Key, err)
+		}
+		defs = append(defs, v.Artifact)
+	}
+	return defs, nil
 }
 
 // CompileSummary is what the editor host says about the compilation.
@@ -37,13 +88,25 @@ var localNamespace = uuid.MustParse("7b0e3a52-3f7c-4c1e-9d55-5a1c6f3d2e10")
 // build compiles or loads what src names. A source that does not compile
 // answers the summary with a nil program (execute shows it; sessions
 // refuse it with PF-STUDIO-REQUEST).
-func (st *studio) build(_ context.Context, src Source) (*Program, []byte, CompileSummary, error) {
+func (st *studio) build(ctx context.Context, src Source) (*Program, []byte, CompileSummary, error) {
 	sum := CompileSummary{Diagnostics: []lang.Diagnostic{}, Stubs: []string{}}
 	if (src.Source == nil) == (len(src.Artifact) == 0) {
 		return nil, nil, sum, refuse(CodeStudioReq, "", "exactly one of source and artifact is required")
 	}
 	lock := catalog.BaseLock()
-	if len(src.Catalog) > 0 && string(src.Catalog) != "null" {
+	hasCatalog := len(src.Catalog) > 0 && string(src.Catalog) != "null"
+	if src.Project != nil {
+		if hasCatalog {
+			return nil, nil, sum, refuse(CodeStudioReq, "/project", "name a project or send a catalog, not both")
+		}
+		l, err := st.svc.projectCatalog(ctx, *src.Project)
+		if err != nil {
+			return nil, nil, sum, err
+		}
+		lock = l
+	}
+	local := map[string]bool{}
+	if hasCatalog {
 		l, err := lang.ParseCatalogLock(src.Catalog)
 		if err != nil {
 			return nil, nil, sum, refuse(CodeStudioReq, "/catalog", "the catalog lock does not parse: %v", err)
@@ -84,6 +147,7 @@ func (st *studio) build(_ context.Context, src Source) (*Program, []byte, Compil
 		if !replaced {
 			lock.Definitions = append(lock.Definitions, entry)
 		}
+		local[entry.PublishedVersionID] = true
 		defs = append(defs, r.Artifact)
 	}
 	artifact := []byte(src.Artifact)
@@ -96,6 +160,13 @@ func (st *studio) build(_ context.Context, src Source) (*Program, []byte, Compil
 		artifact = r.Artifact
 	}
 	sum.OK = true
+	if src.Project != nil {
+		more, err := st.svc.projectDefinitions(ctx, src.Project.Project, artifact, local)
+		if err != nil {
+			return nil, nil, sum, err
+		}
+		defs = append(defs, more...)
+	}
 	p, err := LoadProgram(artifact, lock, defs)
 	if err != nil {
 		return nil, nil, sum, refuse(CodeStudioReq, "/artifact", "%v", err)

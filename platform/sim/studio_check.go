@@ -187,6 +187,9 @@ func (s *Service) studioCheckRoute(c *api.Call) error {
 	if err := c.Decode(&req); err != nil {
 		return err
 	}
+	if err := authorizeSource(c, req.Source); err != nil {
+		return err
+	}
 	td, err := DecodeTestData(req.Document)
 	if err != nil {
 		return studioProblem(err)

@@ -263,6 +263,9 @@ func (s *Service) studioExecuteRoute(c *api.Call) error {
 	if err := c.Decode(&req); err != nil {
 		return err
 	}
+	if err := authorizeSource(c, req.Source); err != nil {
+		return err
+	}
 	res, err := s.studio.execute(c.Context(), owner, req)
 	if err != nil {
 		return studioProblem(err)

@@ -13,7 +13,7 @@ import (
 
 // Editor host routes (docs/platform-api.md, "Editor host"): camelCase
 // bodies, offline (no project data is read unless a request names a
-// catalog to use), the daemon owner token or a platform token whose
+// project whose catalog to use), the daemon owner token or a platform token whose
 // principal holds simulate in some project.
 const (
 	tagStudio     = "Editor host"
@@ -74,6 +74,15 @@ func authorizeSimulate(c *api.Call) (string, error) {
 	return "", c.Authorize(auth.CapSimulate, auth.Scope{})
 }
 
+// authorizeSource checks catalog.read in the project whose catalog a
+// request names (the caller reads that project's published definitions).
+func authorizeSource(c *api.Call, src Source) error {
+	if src.Project == nil {
+		return nil
+	}
+	return c.Authorize(auth.CapCatalogRead, auth.Scope{Tenant: src.Project.Tenant, Project: src.Project.Project})
+}
+
 // studioProblem maps an editor host refusal: a request that does not
 // compile carries the compile summary as the problem's result.
 func studioProblem(err error) error {
@@ -115,6 +124,9 @@ func (s *Service) studioCreateRoute(c *api.Call) error {
 	}
 	var req StudioCreate
 	if err := c.Decode(&req); err != nil {
+		return err
+	}
+	if err := authorizeSource(c, req.Source); err != nil {
 		return err
 	}
 	sess, err := s.studio.create(c.Context(), owner, req)

@@ -5,21 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
-	"github.com/julienschmidt/httprouter"
-
-	"github.com/agentbridge/bridge/httpx"
 )
 
-// chatRequest is the part of OpenAI's Chat Completions request the bridge
+// ChatRequest is the part of OpenAI's Chat Completions request the bridge
 // uses. Other properties official clients send (temperature, max_tokens,
 // user, ...) are accepted and ignored: the agent CLI decides those.
-type chatRequest struct {
+type ChatRequest struct {
 	Model         string        `json:"model"`
 	Messages      []chatMessage `json:"messages"`
 	Stream        bool          `json:"stream"`
@@ -60,65 +55,19 @@ func (m chatMessage) text() (string, error) {
 	return b.String(), nil
 }
 
-// chatError is an error in OpenAI's shape.
+// chatError is a refusal of the Chat Completions surface: its code is one
+// of chatCodes or of the bridge's (codeStatus); param names the request
+// field at fault.
 type chatError struct {
-	status int
-	Type   string
-	Code   string
-	Param  string
-	Msg    string
+	Code  string
+	Param string
+	Msg   string
 }
 
 func (e *chatError) Error() string { return e.Msg }
 
 func invalid(param, code, format string, args ...any) *chatError {
-	return &chatError{status: http.StatusBadRequest, Type: "invalid_request_error", Param: param, Code: code, Msg: fmt.Sprintf(format, args...)}
-}
-
-// writeOpenAIError writes {"error":{"message","type","param","code"}} and
-// returns the status it answered.
-func writeOpenAIError(w http.ResponseWriter, err error) int {
-	var ce *chatError
-	var e *Error
-	var be *httpx.BodyError
-	switch {
-	case errors.As(err, &ce):
-	case errors.As(err, &e):
-		status := codeStatus[e.Code]
-		if status == 0 {
-			status = http.StatusInternalServerError
-		}
-		typ := "invalid_request_error"
-		code := e.Code
-		switch {
-		case status == http.StatusUnauthorized:
-			typ, code = "authentication_error", "invalid_api_key"
-		case status == http.StatusForbidden:
-			typ = "permission_error"
-		case status >= 500:
-			typ = "server_error"
-		}
-		ce = &chatError{status: status, Type: typ, Code: code, Msg: e.Message}
-	case errors.As(err, &be):
-		ce = &chatError{status: be.Status, Type: "invalid_request_error", Code: "invalid_body", Param: be.Field, Msg: be.Msg}
-		if be.Status != http.StatusRequestEntityTooLarge && be.Status != http.StatusUnsupportedMediaType {
-			ce.status = http.StatusBadRequest
-		}
-	default:
-		ce = &chatError{status: http.StatusInternalServerError, Type: "server_error", Code: "internal", Msg: "internal error"}
-	}
-	if ce.status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="bridge"`)
-	}
-	var param, code any
-	if ce.Param != "" {
-		param = ce.Param
-	}
-	if ce.Code != "" {
-		code = ce.Code
-	}
-	httpx.WriteJSON(w, ce.status, map[string]any{"error": map[string]any{"message": ce.Msg, "type": ce.Type, "param": param, "code": code}})
-	return ce.status
+	return &chatError{Param: param, Code: code, Msg: fmt.Sprintf(format, args...)}
 }
 
 // modelProfile maps a model id to a profile: bridge/default, bridge/<profile>.
@@ -170,107 +119,21 @@ func renderPrompt(msgs []chatMessage) (string, error) {
 	return b.String(), nil
 }
 
-func (s *Service) handleChat(w http.ResponseWriter, r *http.Request, p Principal, _ httprouter.Params) error {
-	data, err := readBody(r)
-	if err != nil {
-		return err
-	}
-	var req chatRequest
-	if err := httpx.DecodeBytes(data, &req, httpx.DecodeOptions{AllowUnknown: true}); err != nil {
-		return err
-	}
-	if req.Model == "" {
-		return invalid("model", "missing_required_parameter", "model is required (bridge/default or bridge/<profile>)")
-	}
-	profile, ok := s.modelProfile(req.Model)
-	if !ok {
-		return &chatError{status: http.StatusNotFound, Type: "invalid_request_error", Param: "model", Code: "model_not_found", Msg: fmt.Sprintf("the model %q does not exist; see GET /v1/models", req.Model)}
-	}
-	if !p.MayUse(profile) {
-		return &chatError{status: http.StatusForbidden, Type: "permission_error", Param: "model", Code: CodeProfileNotAllowed, Msg: fmt.Sprintf("this token may not use %s", req.Model)}
-	}
-	if req.N != nil && *req.N != 1 {
-		return invalid("n", "invalid_value", "n must be 1")
-	}
-	prompt, err := renderPrompt(req.Messages)
-	if err != nil {
-		return err
-	}
-	if n := utf8.RuneCountInString(prompt); n < 1 || n > maxTextChars {
-		return invalid("messages", "context_length_exceeded", "the conversation must render to 1 to %d characters", maxTextChars)
-	}
-	if strings.TrimSpace(prompt) == "" {
-		return invalid("messages", "invalid_value", "the conversation holds only whitespace")
-	}
-
-	id := uuid.NewString()
-	// Join before the job exists, so no output can slip past the waiter.
-	jw, leave := s.waiters.join(id)
-	ctx, cancel := context.WithCancelCause(r.Context())
-	defer cancel(nil)
-	unregister := s.live.add(p, func() { cancel(errTokenRevoked) })
-	defer unregister()
-	defer func() {
-		// A waiter that goes away (disconnect, revocation) cancels the job
-		// when no other waiter remains.
-		if leave() {
-			if j, err := s.getJob(context.Background(), s.db.Reader(), Principal{Owner: true}, id); err == nil && !j.State.Terminal() {
-				if _, err := s.applyControl(context.Background(), Principal{Owner: true}, id, ActCancel); err != nil {
-					s.log.Warn("cancel abandoned chat job", "job", id, "err", err)
-				}
-			}
-		}
-	}()
-	nj := newJob{ID: id, Profile: profile, Prompt: prompt, Source: "chat", Metadata: map[string]string{"model": req.Model}}
-	jobp, committed := s.createJobQueued(r.Context(), p, nj)
-	started, err := s.sched.startNow(s.ctx, id, committed)
-	if err != nil {
-		return err
-	}
-	if !started {
-		s.sched.kick() // no free slot: the job waits its turn
-	}
-	job := *jobp
-	created := job.CreatedAt.Unix()
-	completionID := "chatcmpl-" + job.ID
-	w.Header().Set("X-Bridge-Job-ID", job.ID)
-	if req.Stream {
-		includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
-		return s.streamChat(ctx, w, jw, completionID, req.Model, created, includeUsage)
-	}
-	final, err := s.waitChat(ctx, jw, job.ID)
-	if err != nil {
-		return err
-	}
-	if err := chatOutcome(final); err != nil {
-		return err
-	}
-	return respond(w, http.StatusOK, map[string]any{
-		"id": completionID, "object": "chat.completion", "created": created, "model": req.Model,
-		"system_fingerprint": nil,
-		"choices": []any{map[string]any{
-			"index": 0, "logprobs": nil, "finish_reason": "stop",
-			"message": map[string]any{"role": "assistant", "content": final.resultText, "refusal": nil},
-		}},
-		"usage": chatUsage(final),
-	})
-}
-
 // chatOutcome maps a finished job to an OpenAI error, or nil on success.
 func chatOutcome(j Job) error {
 	switch j.State {
 	case StateSucceeded:
 		return nil
 	case StateCancelled:
-		return &chatError{status: http.StatusConflict, Type: "invalid_request_error", Code: "job_cancelled", Msg: "the job behind this completion was cancelled"}
+		return &chatError{Code: "job_cancelled", Msg: "the job behind this completion was cancelled"}
 	case StatePaused:
-		return &chatError{status: http.StatusConflict, Type: "invalid_request_error", Code: "job_paused", Msg: "the job behind this completion was paused"}
+		return &chatError{Code: "job_paused", Msg: "the job behind this completion was paused"}
 	}
 	msg, code := "the agent failed", "agent_error"
 	if j.LastError != nil {
 		msg, code = j.LastError.Message, j.LastError.Code
 	}
-	return &chatError{status: http.StatusBadGateway, Type: "server_error", Code: code, Msg: msg}
+	return &chatError{Code: code, Msg: msg}
 }
 
 func chatUsage(j Job) map[string]int64 {
@@ -279,7 +142,7 @@ func chatUsage(j Job) map[string]int64 {
 }
 
 // waitChat blocks until the job ends (or the waiter goes away).
-func (s *Service) waitChat(ctx context.Context, jw *jobWait, id string) (Job, error) {
+func (s *Service) waitChat(ctx context.Context, jw *jobWait) (Job, error) {
 	for {
 		_, done, final, changed := jw.since(0)
 		if done {
@@ -289,7 +152,7 @@ func (s *Service) waitChat(ctx context.Context, jw *jobWait, id string) (Job, er
 		case <-ctx.Done():
 			return Job{}, waitEnded(ctx)
 		case <-s.stopped:
-			return Job{}, &chatError{status: http.StatusServiceUnavailable, Type: "server_error", Code: "shutting_down", Msg: "the daemon is shutting down"}
+			return Job{}, &chatError{Code: "shutting_down", Msg: "the daemon is shutting down"}
 		case <-changed:
 		}
 	}
@@ -308,10 +171,10 @@ var errTokenRevoked = errors.New("token revoked")
 // answer, which says so all the same.
 func waitEnded(ctx context.Context) *chatError {
 	if errors.Is(context.Cause(ctx), errTokenRevoked) {
-		return &chatError{status: http.StatusUnauthorized, Type: "authentication_error", Code: codeTokenRevoked,
+		return &chatError{Code: codeTokenRevoked,
 			Msg: "the token's client was revoked while the completion ran; its job was cancelled unless another request waits for it"}
 	}
-	return &chatError{status: http.StatusBadRequest, Type: "invalid_request_error", Code: "request_cancelled", Msg: "the request was cancelled"}
+	return &chatError{Code: "request_cancelled", Msg: "the request was cancelled"}
 }
 
 // refresh rereads a job so its usage and result are complete.
@@ -320,94 +183,6 @@ func (s *Service) refresh(j Job) Job {
 		return fresh
 	}
 	return j
-}
-
-func (s *Service) streamChat(ctx context.Context, w http.ResponseWriter, jw *jobWait, id, model string, created int64, includeUsage bool) error {
-	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	chunk := func(delta map[string]any, finish any) map[string]any {
-		c := map[string]any{
-			"id": id, "object": "chat.completion.chunk", "created": created, "model": model, "system_fingerprint": nil,
-			"choices": []any{map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}},
-		}
-		if includeUsage {
-			c["usage"] = nil
-		}
-		return c
-	}
-	send := func(v any) bool {
-		b, _ := json.Marshal(v)
-		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
-	}
-	// sendError ends the stream with an error object, as OpenAI's does.
-	sendError := func(ce *chatError) {
-		send(map[string]any{"error": map[string]any{"message": ce.Msg, "type": ce.Type, "param": nil, "code": ce.Code}})
-		fmt.Fprint(w, "data: [DONE]\n\n")
-		rc.Flush()
-	}
-	if !send(chunk(map[string]any{"role": "assistant", "content": ""}, nil)) {
-		return nil
-	}
-	heartbeat := time.NewTicker(s.cfg.Heartbeat.D())
-	defer heartbeat.Stop()
-	seen, streamed := 0, false
-	for {
-		chunks, done, final, changed := jw.since(seen)
-		for _, t := range chunks {
-			if streamed {
-				t = "\n\n" + t
-			}
-			if !send(chunk(map[string]any{"content": t}, nil)) {
-				return nil
-			}
-			streamed = true
-		}
-		seen += len(chunks)
-		if done {
-			final = s.refresh(final)
-			if err := chatOutcome(final); err != nil {
-				var ce *chatError
-				errors.As(err, &ce)
-				sendError(ce)
-				return nil
-			}
-			if !streamed && final.resultText != "" {
-				send(chunk(map[string]any{"content": final.resultText}, nil))
-			}
-			send(chunk(map[string]any{}, "stop"))
-			if includeUsage {
-				send(map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
-					"system_fingerprint": nil, "choices": []any{}, "usage": chatUsage(final)})
-			}
-			fmt.Fprint(w, "data: [DONE]\n\n")
-			rc.Flush()
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			if ce := waitEnded(ctx); ce.Code == codeTokenRevoked {
-				sendError(ce) // a disconnected client reads nothing more
-			}
-			return nil
-		case <-s.stopped:
-			return nil
-		case <-heartbeat.C:
-			// An SSE comment line keeps proxies from timing out. It has no
-			// blank line after it: the official openai-go client turns a
-			// blank line after a comment into an empty event and fails to
-			// decode it; the comment now joins the next chunk's event.
-			if _, err := fmt.Fprint(w, ": keep-alive\n"); err != nil || rc.Flush() != nil {
-				return nil
-			}
-		case <-changed:
-		}
-	}
 }
 
 // model is the OpenAI Model object of a profile.
@@ -419,31 +194,113 @@ func (s *Service) model(name string) map[string]any {
 	}
 }
 
-func (s *Service) handleModels(w http.ResponseWriter, r *http.Request, p Principal, _ httprouter.Params) error {
-	if err := noQuery(r); err != nil {
-		return err
+// ChatRun is a completion's job while a request waits for it.
+type ChatRun struct {
+	Job   Job
+	Model string
+	// Stream and IncludeUsage are the request's stream options.
+	Stream, IncludeUsage bool
+
+	s     *Service
+	ctx   context.Context
+	wait  *jobWait
+	close func()
+}
+
+// StartChat validates a Chat Completions request and starts its job (now
+// when a slot is free, else queued). The run's context ends with ctx or
+// when p's client is revoked; Close must be called when the request ends:
+// the job is cancelled when no other request waits for it.
+func (s *Service) StartChat(ctx context.Context, p Principal, req ChatRequest) (*ChatRun, error) {
+	if req.Model == "" {
+		return nil, invalid("model", "missing_required_parameter", "model is required (bridge/default or bridge/<profile>)")
 	}
-	data := []any{}
+	profile, ok := s.modelProfile(req.Model)
+	if !ok {
+		return nil, &chatError{Param: "model", Code: "model_not_found", Msg: fmt.Sprintf("the model %q does not exist; see GET /v1/models", req.Model)}
+	}
+	if !p.MayUse(profile) {
+		return nil, &chatError{Param: "model", Code: CodeProfileNotAllowed, Msg: fmt.Sprintf("this token may not use %s", req.Model)}
+	}
+	if req.N != nil && *req.N != 1 {
+		return nil, invalid("n", "invalid_value", "n must be 1")
+	}
+	prompt, err := renderPrompt(req.Messages)
+	if err != nil {
+		return nil, err
+	}
+	if n := utf8.RuneCountInString(prompt); n < 1 || n > maxTextChars {
+		return nil, invalid("messages", "context_length_exceeded", "the conversation must render to 1 to %d characters", maxTextChars)
+	}
+	if strings.TrimSpace(prompt) == "" {
+		return nil, invalid("messages", "invalid_value", "the conversation holds only whitespace")
+	}
+
+	id := uuid.NewString()
+	// Join before the job exists, so no output can slip past the waiter.
+	jw, leave := s.waiters.join(id)
+	runCtx, cancel := context.WithCancelCause(ctx)
+	unregister := s.live.add(p, func() { cancel(errTokenRevoked) })
+	run := &ChatRun{Model: req.Model, Stream: req.Stream, IncludeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage,
+		s: s, ctx: runCtx, wait: jw}
+	run.close = func() {
+		// A waiter that goes away (disconnect, revocation) cancels the job
+		// when no other waiter remains.
+		if leave() {
+			if j, err := s.Job(context.Background(), Principal{Owner: true}, id); err == nil && !j.State.Terminal() {
+				if _, err := s.Control(context.Background(), Principal{Owner: true}, id, ActCancel); err != nil {
+					s.log.Warn("cancel abandoned chat job", "job", id, "err", err)
+				}
+			}
+		}
+		unregister()
+		cancel(nil)
+	}
+	nj := newJob{ID: id, Profile: profile, Prompt: prompt, Source: "chat", Metadata: map[string]string{"model": req.Model}}
+	jobp, committed := s.createJobQueued(ctx, p, nj)
+	started, err := s.sched.startNow(s.ctx, id, committed)
+	if err != nil {
+		run.close()
+		return nil, err
+	}
+	if !started {
+		s.sched.kick() // no free slot: the job waits its turn
+	}
+	run.Job = *jobp
+	return run, nil
+}
+
+// Close ends the request's wait (see StartChat).
+func (c *ChatRun) Close() { c.close() }
+
+// Wait blocks until the job ends and answers it, or the OpenAI error of
+// a job that did not succeed or a wait that ended first.
+func (c *ChatRun) Wait() (Job, error) {
+	final, err := c.s.waitChat(c.ctx, c.wait)
+	if err != nil {
+		return Job{}, err
+	}
+	return final, chatOutcome(final)
+}
+
+// Models lists the OpenAI Model objects of the profiles p may use.
+func (s *Service) Models(p Principal) []map[string]any {
+	data := []map[string]any{}
 	for _, name := range s.profileNames() {
 		if p.MayUse(name) {
 			data = append(data, s.model(name))
 		}
 	}
-	return respond(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+	return data
 }
 
-// handleModel is OpenAI's models.retrieve: GET /v1/models/{model}. A model
-// the token may not use is as unknown as one that does not exist, like in
-// the list.
-func (s *Service) handleModel(w http.ResponseWriter, r *http.Request, p Principal, ps httprouter.Params) error {
-	if err := noQuery(r); err != nil {
-		return err
-	}
-	id := strings.TrimPrefix(ps.ByName("model"), "/")
+// Model is OpenAI's models.retrieve: a model the token may not use is as
+// unknown as one that does not exist, like in the list.
+func (s *Service) Model(p Principal, id string) (map[string]any, error) {
 	name, ok := s.modelProfile(id)
 	if !ok || !p.MayUse(name) {
-		return &chatError{status: http.StatusNotFound, Type: "invalid_request_error", Param: "model", Code: "model_not_found",
+		return nil, &chatError{Param: "model", Code: "model_not_found",
 			Msg: fmt.Sprintf("the model %q does not exist; see GET /v1/models", id)}
 	}
-	return respond(w, http.StatusOK, s.model(name))
+	return s.model(name), nil
 }

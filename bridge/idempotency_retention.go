@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -54,16 +53,7 @@ func (s *Service) pruneIdempotency(ctx context.Context) (int64, error) {
 	cutoff := nowString(s.idemCutoff())
 	var total int64
 	for {
-		var n int64
-		err := s.db.Write(ctx, func(tx *sql.Tx) error {
-			res, err := tx.ExecContext(ctx, `DELETE FROM bridge_idempotency WHERE rowid IN
-				(SELECT rowid FROM bridge_idempotency WHERE created_at < ? LIMIT ?)`, cutoff, pruneChunk)
-			if err != nil {
-				return err
-			}
-			n, err = res.RowsAffected()
-			return err
-		})
+		n, err := s.deleteExpiredIdempotency(ctx, cutoff, pruneChunk)
 		if err != nil {
 			return total, fmt.Errorf("prune idempotency records: %w", err)
 		}

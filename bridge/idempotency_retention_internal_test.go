@@ -23,9 +23,9 @@ func retentionService(t *testing.T, clock *time.Time, retention time.Duration) *
 	return &Service{db: db, cfg: Config{IdempotencyRetention: config.Duration(retention)}, now: func() time.Time { return *clock }}
 }
 
-func remembered(t *testing.T, s *Service, p Principal, k *idem) (*stored, error) {
+func remembered(t *testing.T, s *Service, p Principal, k *idem) (*Replay, error) {
 	t.Helper()
-	var st *stored
+	var st *Replay
 	err := s.db.Write(context.Background(), func(tx *sql.Tx) (err error) {
 		st, err = s.replay(tx, p, k)
 		return err

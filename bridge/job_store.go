@@ -2,12 +2,12 @@ package bridge
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -106,23 +106,6 @@ func nextSeq(tx *sql.Tx, table, jobID string) (int, error) {
 	return n, err
 }
 
-// audit appends one entry to a job's audit log.
-func (s *Service) audit(tx *sql.Tx, jobID string, attempt int, kind string, summary, payload any) error {
-	seq, err := nextSeq(tx, "bridge_audit", jobID)
-	if err != nil {
-		return err
-	}
-	sj, _ := json.Marshal(summary)
-	var pj any
-	if payload != nil {
-		b, _ := json.Marshal(payload)
-		pj = string(b)
-	}
-	_, err = tx.Exec(`INSERT INTO bridge_audit(job_id, seq, attempt, kind, summary, payload, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		jobID, seq, attempt, kind, string(sj), pj, nowString(s.now()))
-	return err
-}
-
 // newJob is a validated job creation.
 type newJob struct {
 	ID       string // optional: chat completions choose it to wait before it exists
@@ -131,102 +114,6 @@ type newJob struct {
 	WorkDir  string
 	Metadata map[string]string
 	Source   string
-}
-
-// idem is an idempotency key bound to the route it was sent to, with the
-// hash of the validated request in canonical JSON: the body's whitespace
-// and key order do not matter, as for workflow runs (docs/bridge-api.md).
-type idem struct {
-	scope string
-	key   string
-	body  [32]byte // hash of the canonical request, stored
-	raw   [32]byte // hash of the bytes sent: what records made before canonical hashing hold
-}
-
-// newIdem hashes request, the validated request value, as canonical JSON
-// (json.Marshal of a struct in field order, map keys sorted).
-func newIdem(scope, key string, request any, raw []byte) (*idem, error) {
-	if key == "" {
-		return nil, nil
-	}
-	canonical, err := json.Marshal(request)
-	if err != nil {
-		return nil, fmt.Errorf("hash request: %w", err)
-	}
-	return &idem{scope: scope, key: key, body: sha256.Sum256(canonical), raw: sha256.Sum256(raw)}, nil
-}
-
-// replay returns the stored answer for a repeated key, or nil.
-func (s *Service) replay(tx *sql.Tx, p Principal, k *idem) (*stored, error) {
-	if k == nil {
-		return nil, nil
-	}
-	var hash, resp []byte
-	var status int
-	// A record older than bridge.idempotency-retention is expired even
-	// before the prune deletes it (idempotency_retention.go).
-	err := tx.QueryRow(`SELECT body_hash, status, response FROM bridge_idempotency WHERE client_id = ? AND scope = ? AND key = ? AND created_at >= ?`,
-		p.Client, k.scope, k.key, nowString(s.idemCutoff())).Scan(&hash, &status, &resp)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if string(hash) != string(k.body[:]) && string(hash) != string(k.raw[:]) {
-		return nil, errf(CodeIdempotencyConflict, "Idempotency-Key was already used with a different body")
-	}
-	if resp, err = store.Unpack(resp); err != nil {
-		return nil, err
-	}
-	return &stored{status: status, body: resp}, nil
-}
-
-func (s *Service) remember(tx *sql.Tx, p Principal, k *idem, status int, v any) error {
-	if k == nil {
-		return nil
-	}
-	body, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	// The response is stored packed (store.Pack); ON CONFLICT replaces an
-	// expired record under the same key.
-	_, err = tx.Exec(`INSERT INTO bridge_idempotency(client_id, scope, key, body_hash, status, response, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (client_id, scope, key) DO UPDATE SET body_hash = excluded.body_hash, status = excluded.status,
-			response = excluded.response, created_at = excluded.created_at`,
-		p.Client, k.scope, k.key, k.body[:], status, store.Pack(body), nowString(s.now()))
-	return err
-}
-
-// stored is a response kept for an idempotent repeat.
-type stored struct {
-	status int
-	body   []byte
-}
-
-// createJob stores a queued job with its prompt as the first pending message.
-func (s *Service) createJob(ctx context.Context, p Principal, nj newJob, key *idem) (Job, *stored, error) {
-	var job Job
-	var replayed *stored
-	err := s.write(ctx, func(tx *sql.Tx, ev *pending) error {
-		var err error
-		if replayed, err = s.replay(tx, p, key); err != nil || replayed != nil {
-			return err
-		}
-		job, err = s.insertJob(tx, ev, p, nj)
-		if err != nil {
-			return err
-		}
-		return s.remember(tx, p, key, 202, job)
-	})
-	if err != nil {
-		return Job{}, nil, err
-	}
-	if replayed == nil {
-		s.sched.kick()
-	}
-	return job, replayed, nil
 }
 
 // createJobQueued queues a job's creation without waiting for its commit;
@@ -421,98 +308,19 @@ func (s *Service) attempts(ctx context.Context, jobID string) ([]Attempt, error)
 	return out, rows.Err()
 }
 
-func (s *Service) messages(ctx context.Context, jobID string) ([]Message, error) {
-	rows, err := s.db.Reader().QueryContext(ctx, `SELECT seq, attempt, role, text, status, created_at FROM bridge_messages WHERE job_id = ? ORDER BY seq`, jobID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []Message{}
-	for rows.Next() {
-		var m Message
-		var created string
-		if err := rows.Scan(&m.Seq, &m.Attempt, &m.Role, &m.Text, &m.Status, &created); err != nil {
-			return nil, err
-		}
-		m.CreatedAt = parseTime(created)
-		out = append(out, m)
-	}
-	return out, rows.Err()
-}
-
-// addMessage queues a user message that continues the job's conversation.
-func (s *Service) addMessage(ctx context.Context, p Principal, id, text string, key *idem) (map[string]any, *stored, error) {
-	var out map[string]any
-	var replayed *stored
-	err := s.write(ctx, func(tx *sql.Tx, ev *pending) error {
-		var err error
-		if replayed, err = s.replay(tx, p, key); err != nil || replayed != nil {
-			return err
-		}
-		job, err := s.getJob(ctx, txq{tx}, p, id)
-		if err != nil {
-			return err
-		}
-		from := job.State
-		if job.State, err = Next(job.State, ActMessage); err != nil {
-			return err
-		}
-		job.UpdatedAt = s.now().UTC()
-		if from.Terminal() {
-			job.FinishedAt, job.LastError, job.resultText = nil, nil, ""
-		}
-		seq, err := nextSeq(tx, "bridge_messages", id)
-		if err != nil {
-			return err
-		}
-		m := Message{Seq: seq, Attempt: job.Attempt, Role: "user", Text: text, Status: "pending", CreatedAt: job.UpdatedAt}
-		if _, err := tx.Exec(`INSERT INTO bridge_messages(job_id, seq, attempt, role, text, status, created_at) VALUES (?, ?, ?, 'user', ?, 'pending', ?)`,
-			id, seq, job.Attempt, text, nowString(m.CreatedAt)); err != nil {
-			return err
-		}
-		if err := s.audit(tx, id, job.Attempt, "message.user", map[string]any{"seq": seq, "chars": len([]rune(text))}, map[string]any{"text": text}); err != nil {
-			return err
-		}
-		if err := s.saveState(tx, &job, from, ActMessage, ev); err != nil {
-			return err
-		}
-		ev.add(job.Client, id, "message.created", m)
-		out = map[string]any{"message": m, "job": job}
-		return s.remember(tx, p, key, 202, out)
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	if replayed == nil {
-		s.sched.kick()
-	}
-	return out, replayed, nil
-}
-
 // recover marks jobs a previous daemon left running as interrupted; queued
 // and paused jobs stay as they are. Nothing accepted is lost.
 func (s *Service) recover(ctx context.Context) error {
-	rows, err := s.db.Reader().QueryContext(ctx, `SELECT id FROM bridge_jobs WHERE state = ?`, StateRunning)
+	ids, err := s.jobIDsIn(ctx, StateRunning, -1)
 	if err != nil {
 		return fmt.Errorf("bridge: find running jobs: %w", err)
 	}
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return err
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
 	owner := Principal{Owner: true}
 	for _, id := range ids {
 		_, err := s.change(ctx, owner, id, ActInterrupt, func(tx *sql.Tx, j *Job, ev *pending) error {
 			j.LastError = &JobError{Code: JobErrInterrupted, Message: "the daemon stopped while the job was running; retry it to start again"}
 			j.FinishedAt = ptrTime(s.now().UTC())
-			_, err := tx.Exec(`UPDATE bridge_tools SET status = 'abandoned', finished_at = ? WHERE job_id = ? AND status = 'running'`, nowString(s.now()), j.ID)
-			return err
+			return abandonAllTools(tx, j.ID, s.now())
 		})
 		if err != nil {
 			return fmt.Errorf("bridge: interrupt job %s: %w", id, err)
@@ -570,3 +378,57 @@ func excerpt(s string, n int) string {
 }
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// jobIDsIn lists up to limit (-1: all) ids of jobs in state, in queue
+// order (queued_at, then creation).
+func (s *Service) jobIDsIn(ctx context.Context, state State, limit int) ([]string, error) {
+	rows, err := s.db.Reader().QueryContext(ctx, `SELECT id FROM bridge_jobs WHERE state = ? ORDER BY queued_at, seq LIMIT ?`, state, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// startAttempt records attempt j.Attempt (a retry) with the job's prompt
+// as its first pending message.
+func (s *Service) startAttempt(tx *sql.Tx, j Job, now time.Time) error {
+	if _, err := tx.Exec(`INSERT INTO bridge_attempts(job_id, n, state, reason, created_at) VALUES (?, ?, ?, 'retry', ?)`, j.ID, j.Attempt, StateQueued, nowString(now)); err != nil {
+		return err
+	}
+	_, err := insertMessage(tx, j, "user", j.Prompt, "pending", now)
+	return err
+}
+
+// setJobProvider names the provider a job's turn really runs with.
+func setJobProvider(tx *sql.Tx, jobID, name string) error {
+	_, err := tx.Exec(`UPDATE bridge_jobs SET provider = ? WHERE id = ?`, name, jobID)
+	return err
+}
+
+// setJobSession records the agent's session id on the job and its attempt.
+func setJobSession(tx *sql.Tx, j Job, session string) error {
+	if _, err := tx.Exec(`UPDATE bridge_jobs SET session_id = ? WHERE id = ?`, session, j.ID); err != nil {
+		return err
+	}
+	_, err := tx.Exec(`UPDATE bridge_attempts SET session_id = ? WHERE job_id = ? AND n = ?`, session, j.ID, j.Attempt)
+	return err
+}
+
+// addJobUsage adds a turn's usage to the job's total.
+func addJobUsage(tx *sql.Tx, jobID string, u provider.Usage) error {
+	_, err := tx.Exec(`UPDATE bridge_jobs SET usage = json_object(
+		'inputTokens', json_extract(usage, '$.inputTokens') + ?, 'outputTokens', json_extract(usage, '$.outputTokens') + ?,
+		'cacheReadTokens', COALESCE(json_extract(usage, '$.cacheReadTokens'), 0) + ?, 'cacheWriteTokens', COALESCE(json_extract(usage, '$.cacheWriteTokens'), 0) + ?,
+		'reasoningTokens', COALESCE(json_extract(usage, '$.reasoningTokens'), 0) + ?, 'costUsd', COALESCE(json_extract(usage, '$.costUsd'), 0) + ?) WHERE id = ?`,
+		u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens, u.CostUSD, jobID)
+	return err
+}

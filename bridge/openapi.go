@@ -3,8 +3,6 @@ package bridge
 import (
 	"net/http"
 	"strings"
-
-	"github.com/julienschmidt/httprouter"
 )
 
 // apiVersion is the version of the bridge's interface description.
@@ -205,8 +203,4 @@ func headOp(get map[string]any) map[string]any {
 		head["parameters"] = params
 	}
 	return head
-}
-
-func (s *Service) handleOpenAPI(w http.ResponseWriter, r *http.Request, _ Principal, _ httprouter.Params) error {
-	return respond(w, http.StatusOK, s.openAPI())
 }

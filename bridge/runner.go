@@ -114,20 +114,7 @@ func (sc *scheduler) isRunning(id string) bool {
 }
 
 func (sc *scheduler) queued(ctx context.Context, n int) ([]string, error) {
-	rows, err := sc.s.db.Reader().QueryContext(ctx, `SELECT id FROM bridge_jobs WHERE state = ? ORDER BY queued_at, seq LIMIT ?`, StateQueued, n)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+	return sc.s.jobIDsIn(ctx, StateQueued, n)
 }
 
 // start claims a queued job and runs its next turn in a goroutine.
@@ -347,29 +334,9 @@ func watchdog(ctx context.Context, cancel context.CancelCauseFunc, last *atomic.
 	}
 }
 
-// takeMessage marks the oldest pending message of the current attempt
-// delivered and returns its text.
-func takeMessage(tx *sql.Tx, job Job) (string, bool, error) {
-	var seq int
-	var text string
-	err := tx.QueryRow(`SELECT seq, text FROM bridge_messages WHERE job_id = ? AND attempt = ? AND role = 'user' AND status = 'pending' ORDER BY seq LIMIT 1`,
-		job.ID, job.Attempt).Scan(&seq, &text)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", false, nil
-	}
-	if err != nil {
-		return "", false, err
-	}
-	_, err = tx.Exec(`UPDATE bridge_messages SET status = 'delivered' WHERE job_id = ? AND seq = ?`, job.ID, seq)
-	return text, err == nil, err
-}
-
 func (s *Service) requeueMessage(job Job) {
 	err := s.db.Write(context.Background(), func(tx *sql.Tx) error {
-		_, err := tx.Exec(`UPDATE bridge_messages SET status = 'pending' WHERE job_id = ? AND attempt = ? AND seq =
-			(SELECT MAX(seq) FROM bridge_messages WHERE job_id = ? AND attempt = ? AND role = 'user' AND status = 'delivered')`,
-			job.ID, job.Attempt, job.ID, job.Attempt)
-		return err
+		return undeliverLastMessage(tx, job)
 	})
 	if err != nil {
 		s.log.Error("requeue message", "job", job.ID, "err", err)
@@ -392,8 +359,8 @@ func (s *Service) finishTurn(job Job, act Action, jobErr *JobError, text string,
 			final = cur
 			return s.saveAssistant(tx, cur, text, ev)
 		}
-		var waiting int
-		if err := tx.QueryRow(`SELECT count(*) FROM bridge_messages WHERE job_id = ? AND attempt = ? AND role = 'user' AND status = 'pending'`, cur.ID, cur.Attempt).Scan(&waiting); err != nil {
+		waiting, err := pendingMessages(tx, cur)
+		if err != nil {
 			return err
 		}
 		if act == ActSucceed && waiting > 0 {
@@ -435,13 +402,8 @@ func (s *Service) saveAssistant(tx *sql.Tx, j Job, text string, ev *pending) err
 	if text == "" {
 		return nil
 	}
-	seq, err := nextSeq(tx, "bridge_messages", j.ID)
+	m, err := insertMessage(tx, j, "assistant", text, "final", s.now().UTC())
 	if err != nil {
-		return err
-	}
-	m := Message{Seq: seq, Attempt: j.Attempt, Role: "assistant", Text: text, Status: "final", CreatedAt: s.now().UTC()}
-	if _, err := tx.Exec(`INSERT INTO bridge_messages(job_id, seq, attempt, role, text, status, created_at) VALUES (?, ?, ?, 'assistant', ?, 'final', ?)`,
-		j.ID, seq, j.Attempt, text, nowString(m.CreatedAt)); err != nil {
 		return err
 	}
 	ev.add(j.Client, j.ID, "message.created", m)
@@ -466,7 +428,8 @@ type recorder struct {
 func newRecorder(s *Service, job Job) (*recorder, error) {
 	r := &recorder{s: s, job: job, tools: map[string]int{}}
 	r.lastActivity.Store(time.Now().UnixNano())
-	err := s.db.Reader().QueryRow(`SELECT COALESCE(MAX(seq), 0) FROM bridge_tools WHERE job_id = ?`, job.ID).Scan(&r.toolSeq)
+	var err error
+	r.toolSeq, err = s.lastToolSeq(context.Background(), job.ID)
 	return r, err
 }
 
@@ -499,7 +462,7 @@ func (r *recorder) resolve(p provider.Provider) provider.Provider {
 	}
 	if name, j := p.Name(), r.job; name != j.Provider {
 		r.write(func(tx *sql.Tx, ev *pending) error {
-			if _, err := tx.Exec(`UPDATE bridge_jobs SET provider = ? WHERE id = ?`, name, j.ID); err != nil {
+			if err := setJobProvider(tx, j.ID, name); err != nil {
 				return err
 			}
 			return r.s.audit(tx, j.ID, j.Attempt, "job.provider", map[string]string{"from": j.Provider, "to": name}, nil)
@@ -515,10 +478,7 @@ func (r *recorder) emit(e provider.Event) {
 	switch e.Kind {
 	case provider.EventSession:
 		r.write(func(tx *sql.Tx, ev *pending) error {
-			if _, err := tx.Exec(`UPDATE bridge_jobs SET session_id = ? WHERE id = ?`, e.SessionID, j.ID); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(`UPDATE bridge_attempts SET session_id = ? WHERE job_id = ? AND n = ?`, e.SessionID, j.ID, j.Attempt); err != nil {
+			if err := setJobSession(tx, j, e.SessionID); err != nil {
 				return err
 			}
 			return s.audit(tx, j.ID, j.Attempt, "agent.session", map[string]string{"sessionId": e.SessionID}, nil)
@@ -568,7 +528,7 @@ func (r *recorder) emit(e provider.Event) {
 			// The usage event and the result repeat the same turn total:
 			// count it once.
 			if e.Usage != nil && e.Kind == provider.EventUsage {
-				if err := r.addUsage(tx, *e.Usage); err != nil {
+				if err := addJobUsage(tx, j.ID, *e.Usage); err != nil {
 					return err
 				}
 			}
@@ -608,15 +568,6 @@ func nested(e provider.Event, m map[string]any) map[string]any {
 	return m
 }
 
-func (r *recorder) addUsage(tx *sql.Tx, u provider.Usage) error {
-	_, err := tx.Exec(`UPDATE bridge_jobs SET usage = json_object(
-		'inputTokens', json_extract(usage, '$.inputTokens') + ?, 'outputTokens', json_extract(usage, '$.outputTokens') + ?,
-		'cacheReadTokens', COALESCE(json_extract(usage, '$.cacheReadTokens'), 0) + ?, 'cacheWriteTokens', COALESCE(json_extract(usage, '$.cacheWriteTokens'), 0) + ?,
-		'reasoningTokens', COALESCE(json_extract(usage, '$.reasoningTokens'), 0) + ?, 'costUsd', COALESCE(json_extract(usage, '$.costUsd'), 0) + ?) WHERE id = ?`,
-		u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens, u.CostUSD, r.job.ID)
-	return err
-}
-
 func (r *recorder) toolCall(t *provider.ToolEvent, parent string) {
 	if t == nil {
 		return
@@ -635,8 +586,7 @@ func (r *recorder) toolCall(t *provider.ToolEvent, parent string) {
 	}
 	now := s.now().UTC()
 	r.write(func(tx *sql.Tx, ev *pending) error {
-		if _, err := tx.Exec(`INSERT INTO bridge_tools(job_id, seq, attempt, call_id, name, input, status, files, has_files, started_at, parent_call_id) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)`,
-			j.ID, seq, j.Attempt, t.ID, t.Name, input, mustJSON(files), len(files) > 0, nowString(now), sql.NullString{String: parent, Valid: parent != ""}); err != nil {
+		if err := insertTool(tx, j, seq, t.ID, t.Name, input, files, now, parent); err != nil {
 			return err
 		}
 		e := provider.Event{ParentToolID: parent}
@@ -656,22 +606,15 @@ func (r *recorder) toolResult(t *provider.ToolEvent, parent string) {
 		r.toolCall(&provider.ToolEvent{ID: t.ID, Name: t.Name, Files: t.Files}, parent)
 		seq = r.tools[t.ID]
 	}
-	finished := nowString(s.now())
+	finished := s.now()
 	r.write(func(tx *sql.Tx, ev *pending) error {
 		status := "succeeded"
-		var errText any
+		var errText *string
 		if t.IsError {
 			status = "failed"
-			errText = excerpt(t.Output, 2000)
+			errText = ptr(excerpt(t.Output, 2000))
 		}
-		q := `UPDATE bridge_tools SET output = ?, status = ?, error = ?, finished_at = ?`
-		args := []any{t.Output, status, errText, finished}
-		if len(t.Files) > 0 {
-			q += `, files = ?, has_files = 1`
-			args = append(args, mustJSON(t.Files))
-		}
-		args = append(args, j.ID, seq)
-		if _, err := tx.Exec(q+` WHERE job_id = ? AND seq = ?`, args...); err != nil {
+		if err := finishTool(tx, j.ID, seq, t.Output, status, errText, t.Files, finished); err != nil {
 			return err
 		}
 		e := provider.Event{ParentToolID: parent}
@@ -682,10 +625,8 @@ func (r *recorder) toolResult(t *provider.ToolEvent, parent string) {
 
 // flushTools marks calls that never got a result when the turn ended.
 func (r *recorder) flushTools() {
-	now := nowString(r.s.now())
+	now := r.s.now()
 	r.write(func(tx *sql.Tx, _ *pending) error {
-		_, err := tx.Exec(`UPDATE bridge_tools SET status = 'abandoned', finished_at = ? WHERE job_id = ? AND attempt = ? AND status = 'running'`,
-			now, r.job.ID, r.job.Attempt)
-		return err
+		return abandonTools(tx, r.job, now)
 	})
 }

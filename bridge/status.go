@@ -1,9 +1,7 @@
 package bridge
 
 import (
-	"net/http"
-
-	"github.com/julienschmidt/httprouter"
+	"context"
 
 	"github.com/agentbridge/bridge/bridge/provider"
 )
@@ -37,13 +35,39 @@ func (s *Service) providerStatus() []ProviderStatus {
 	return out
 }
 
-func (s *Service) handleStatus(w http.ResponseWriter, r *http.Request, p Principal, _ httprouter.Params) error {
-	if err := noQuery(r); err != nil {
-		return err
-	}
-	counts, err := s.jobCounts(r.Context(), p) // only the caller's own jobs; the owner's are all
+// Status is the answer of GET /v1/bridge/status (JSON name order).
+type Status struct {
+	APIVersion  string            `json:"apiVersion"`
+	Client      string            `json:"client"`
+	Commit      string            `json:"commit"`
+	Concurrency StatusConcurrency `json:"concurrency"`
+	Events      StatusEvents      `json:"events"`
+	// Jobs counts the jobs the caller may see by state.
+	Jobs      map[State]int    `json:"jobs"`
+	Listener  string           `json:"listener"`
+	Providers []ProviderStatus `json:"providers"`
+	Version   string           `json:"version"`
+}
+
+// StatusConcurrency is the job slots in use.
+type StatusConcurrency struct {
+	Limit   int `json:"limit"`
+	Running int `json:"running"`
+}
+
+// StatusEvents is the event ring's extent.
+type StatusEvents struct {
+	Capacity uint64 `json:"capacity"`
+	Newest   uint64 `json:"newest"`
+	Oldest   uint64 `json:"oldest"`
+}
+
+// Status reports the daemon, its providers and p's jobs: a client learns
+// nothing about other clients' jobs; the owner sees all and the slots in use.
+func (s *Service) Status(ctx context.Context, p Principal) (Status, error) {
+	counts, err := s.jobCounts(ctx, p)
 	if err != nil {
-		return err
+		return Status{}, err
 	}
 	running := counts[StateRunning]
 	if p.Owner {
@@ -51,15 +75,10 @@ func (s *Service) handleStatus(w http.ResponseWriter, r *http.Request, p Princip
 		running = len(s.sched.running)
 		s.sched.mu.Unlock()
 	}
-	return respond(w, http.StatusOK, map[string]any{
-		"version":     s.build.Version,
-		"commit":      s.build.Commit,
-		"apiVersion":  apiVersion,
-		"listener":    s.addr(),
-		"client":      p.Client,
-		"providers":   s.providerStatus(),
-		"jobs":        counts,
-		"concurrency": map[string]int{"limit": s.cfg.MaxConcurrentJobs, "running": running},
-		"events":      map[string]uint64{"oldest": s.ring.Oldest(), "newest": s.ring.Newest(), "capacity": uint64(s.ring.Capacity())},
-	})
+	return Status{
+		Version: s.build.Version, Commit: s.build.Commit, APIVersion: apiVersion, Listener: s.addr(), Client: p.Client,
+		Providers: s.providerStatus(), Jobs: counts,
+		Concurrency: StatusConcurrency{Limit: s.cfg.MaxConcurrentJobs, Running: running},
+		Events:      StatusEvents{Oldest: s.ring.Oldest(), Newest: s.ring.Newest(), Capacity: uint64(s.ring.Capacity())},
+	}, nil
 }

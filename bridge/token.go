@@ -2,11 +2,8 @@ package bridge
 
 import (
 	"context"
-	"crypto/subtle"
 	"database/sql"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -131,18 +128,7 @@ func MintToken(ctx context.Context, db *store.DB, req TokenRequest, profiles []s
 	}
 	hash := daemon.TokenHash(tok)
 	scopes := canonicalScopes(req.Scopes)
-	sj, _ := json.Marshal(scopes)
-	pj, _ := json.Marshal(req.Profiles)
-	ts := nowString(now)
-	err = db.Write(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.Exec(`INSERT INTO bridge_clients(id, created_at) VALUES (?, ?) ON CONFLICT(id) DO NOTHING`, req.ID, ts); err != nil {
-			return err
-		}
-		_, err := tx.Exec(`INSERT INTO bridge_tokens(hash, client_id, scopes, profiles, created_at) VALUES (?, ?, ?, ?, ?)`,
-			hash[:], req.ID, string(sj), string(pj), ts)
-		return err
-	})
-	if err != nil {
+	if err := insertToken(ctx, db, hash, req.ID, scopes, req.Profiles, now); err != nil {
 		return IssuedToken{}, fmt.Errorf("store token: %w", err)
 	}
 	return IssuedToken{Token: tok, Client: req.ID, Profiles: req.Profiles, Scopes: scopes, TokenID: tokenID(hash), CreatedAt: now.UTC()}, nil
@@ -163,53 +149,12 @@ func RevokeClient(ctx context.Context, db *store.DB, client string, now time.Tim
 	if !clientIDPattern.MatchString(client) {
 		return 0, errf(CodeInvalidRequest, "invalid client id %q", client)
 	}
-	var n int64
-	err := db.Write(ctx, func(tx *sql.Tx) error {
-		var exists int
-		if err := tx.QueryRow(`SELECT count(*) FROM bridge_clients WHERE id = ?`, client).Scan(&exists); err != nil {
-			return err
-		}
-		if exists == 0 {
-			return errf(CodeNotFound, "no client named %q", client)
-		}
-		res, err := tx.Exec(`UPDATE bridge_tokens SET revoked_at = ? WHERE client_id = ? AND revoked_at IS NULL`, nowString(now), client)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
-	return int(n), err
+	return revokeTokens(ctx, db, client, now)
 }
 
 // ListTokens lists every token ever issued, newest first.
 func ListTokens(ctx context.Context, db *sql.DB) ([]TokenInfo, error) {
-	rows, err := db.QueryContext(ctx, `SELECT hash, client_id, scopes, profiles, created_at, revoked_at FROM bridge_tokens ORDER BY created_at DESC, client_id`)
-	if err != nil {
-		return nil, fmt.Errorf("list tokens: %w", err)
-	}
-	defer rows.Close()
-	out := []TokenInfo{}
-	for rows.Next() {
-		var hash []byte
-		var sj, pj, created string
-		var revoked sql.NullString
-		var ti TokenInfo
-		if err := rows.Scan(&hash, &ti.Client, &sj, &pj, &created, &revoked); err != nil {
-			return nil, err
-		}
-		var h [32]byte
-		copy(h[:], hash)
-		ti.TokenID = tokenID(h)
-		_ = json.Unmarshal([]byte(sj), &ti.Scopes)
-		_ = json.Unmarshal([]byte(pj), &ti.Profiles)
-		ti.CreatedAt = parseTime(created)
-		if revoked.Valid {
-			ti.RevokedAt = ptrTime(parseTime(revoked.String))
-		}
-		out = append(out, ti)
-	}
-	return out, rows.Err()
+	return listTokens(ctx, db)
 }
 
 // authenticate resolves the bearer token of r. The token is never logged or
@@ -231,25 +176,6 @@ func (s *Service) authenticate(r *http.Request) (Principal, error) {
 		return Principal{Client: OwnerClient, Scopes: AllScopes, Owner: true, hash: hash}, nil
 	}
 	return s.lookupToken(r.Context(), hash)
-}
-
-func (s *Service) lookupToken(ctx context.Context, hash [32]byte) (Principal, error) {
-	var stored []byte
-	var p Principal
-	var sj, pj string
-	err := s.db.Reader().QueryRowContext(ctx,
-		`SELECT hash, client_id, scopes, profiles FROM bridge_tokens WHERE hash = ? AND revoked_at IS NULL`, hash[:]).
-		Scan(&stored, &p.Client, &sj, &pj)
-	if errors.Is(err, sql.ErrNoRows) || (err == nil && subtle.ConstantTimeCompare(stored, hash[:]) != 1) {
-		return Principal{}, errf(CodeUnauthorized, "a valid bearer token is required")
-	}
-	if err != nil {
-		return Principal{}, fmt.Errorf("look up token: %w", err)
-	}
-	_ = json.Unmarshal([]byte(sj), &p.Scopes)
-	_ = json.Unmarshal([]byte(pj), &p.Profiles)
-	p.hash = hash
-	return p, nil
 }
 
 // stillValid re-checks a principal for long-lived requests (SSE, waiters).
@@ -285,16 +211,54 @@ func (s *Service) watchRevocations(ctx context.Context, every time.Duration, las
 	}
 }
 
-// revokedCount counts revoked tokens, or -1 when the database cannot say.
-func (s *Service) revokedCount(ctx context.Context) int64 {
-	var n int64
-	if err := s.db.Reader().QueryRowContext(ctx, `SELECT count(*) FROM bridge_tokens WHERE revoked_at IS NOT NULL`).Scan(&n); err != nil {
-		return -1
-	}
-	return n
-}
-
 func parseTime(s string) time.Time {
 	t, _ := time.Parse(time.RFC3339Nano, s)
 	return t
 }
+
+// IssueToken mints a client token for the owner (POST
+// /v1/bridge/admin/tokens); the token is shown only in the answer.
+func (s *Service) IssueToken(ctx context.Context, req TokenRequest) (IssuedToken, error) {
+	return MintToken(ctx, s.db, req, s.profileNames(), s.now())
+}
+
+// TokenList is every token issued, without secrets.
+type TokenList struct {
+	Tokens []TokenInfo `json:"tokens"`
+}
+
+// Tokens lists every token ever issued, newest first.
+func (s *Service) Tokens(ctx context.Context) (TokenList, error) {
+	toks, err := ListTokens(ctx, s.db.Reader())
+	return TokenList{Tokens: toks}, err
+}
+
+// Revocation answers a client's revocation (JSON name order).
+type Revocation struct {
+	Client        string `json:"client"`
+	ClosedStreams int    `json:"closedStreams"`
+	// EndedSessions is set for the owner only: the web console sessions
+	// signed out.
+	EndedSessions *int `json:"endedSessions,omitempty"`
+	RevokedTokens int  `json:"revokedTokens"`
+}
+
+// Revoke revokes every token of client and ends its streams and waiters
+// at once (spec: Authentication, 7).
+func (s *Service) Revoke(ctx context.Context, client string) (Revocation, error) {
+	if client == OwnerClient && s.ownerRevoke != nil {
+		// The owner token is a file, not a row: revoking the owner signs
+		// out the browser sessions that act with it (the web console).
+		n := s.ownerRevoke()
+		return Revocation{Client: client, EndedSessions: &n}, nil
+	}
+	n, err := RevokeClient(ctx, s.db, client, s.now())
+	if err != nil {
+		return Revocation{}, err
+	}
+	return Revocation{Client: client, RevokedTokens: n, ClosedStreams: s.live.revoke(client)}, nil
+}
+
+// OnOwnerRevoke sets what revoking the owner does (package wire: end the
+// console's sessions); f returns how many sessions ended.
+func (s *Service) OnOwnerRevoke(f func() int) { s.ownerRevoke = f }

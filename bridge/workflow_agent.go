@@ -124,7 +124,7 @@ func (a *WorkflowAgents) RunAgent(ctx context.Context, t engine.AgentTask) (engi
 	if ctx.Err() == nil || (s.ctx != nil && s.ctx.Err() != nil) {
 		return res, err // the daemon stops, or the job cannot be read
 	}
-	if _, cerr := s.applyControl(context.WithoutCancel(ctx), Principal{Owner: true}, id, ActCancel); cerr != nil {
+	if _, cerr := s.Control(context.WithoutCancel(ctx), Principal{Owner: true}, id, ActCancel); cerr != nil {
 		var e *Error
 		if !errors.As(cerr, &e) || e.Code != CodeInvalidTransition {
 			s.log.Warn("cancel the job of a stopped agent step", "job", id, "err", cerr)
@@ -179,8 +179,9 @@ func (a *WorkflowAgents) submit(ctx context.Context, t engine.AgentTask, profile
 	created := false
 	err := s.write(ctx, func(tx *sql.Tx, ev *pending) error {
 		created = false
-		err := tx.QueryRowContext(ctx, `SELECT job_id, task_id FROM bridge_workflow_agent_jobs WHERE operation_key = ?`, t.OperationKey).Scan(&id, &task)
-		if !errors.Is(err, sql.ErrNoRows) {
+		var found bool
+		var err error
+		if id, task, found, err = agentJobOf(ctx, tx, t.OperationKey); found || err != nil {
 			return err
 		}
 		meta := map[string]string{"workflowRunId": t.RunID, "operationKey": t.OperationKey}
@@ -195,11 +196,8 @@ func (a *WorkflowAgents) submit(ctx context.Context, t engine.AgentTask, profile
 		if err != nil {
 			return err
 		}
-		now := nowString(s.now())
 		id, task, created = job.ID, t.TaskID, true
-		_, err = tx.ExecContext(ctx, `INSERT INTO bridge_workflow_agent_jobs(operation_key, job_id, run_id, task_id, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?)`, t.OperationKey, job.ID, t.RunID, t.TaskID, now, now)
-		return err
+		return insertAgentJob(ctx, tx, t.OperationKey, job.ID, t.RunID, t.TaskID, s.now())
 	})
 	if err != nil {
 		return "", fmt.Errorf("bridge: submit the agent job: %w", err)
@@ -217,19 +215,14 @@ func (a *WorkflowAgents) submit(ctx context.Context, t engine.AgentTask, profile
 	}
 	switch job.State {
 	case StateFailed, StateCancelled, StateInterrupted:
-		if _, err := s.applyControl(ctx, Principal{Owner: true}, id, ActRetry); err != nil {
+		if _, err := s.Control(ctx, Principal{Owner: true}, id, ActRetry); err != nil {
 			var e *Error
 			if !errors.As(err, &e) || e.Code != CodeInvalidTransition {
 				return "", err
 			}
 		}
 	}
-	err = s.db.Write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE bridge_workflow_agent_jobs SET task_id = ?, updated_at = ? WHERE operation_key = ?`,
-			t.TaskID, nowString(s.now()), t.OperationKey)
-		return err
-	})
-	if err != nil {
+	if err := s.setAgentJobTask(ctx, t.OperationKey, t.TaskID); err != nil {
 		return "", fmt.Errorf("bridge: record the agent step attempt: %w", err)
 	}
 	return id, nil

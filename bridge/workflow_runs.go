@@ -7,32 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
-	"github.com/julienschmidt/httprouter"
-
-	"github.com/agentbridge/bridge/store"
 )
-
-// Error codes of the workflow-run routes.
-const (
-	CodeUnknownTemplate      = "unknown_template"      // 422: no workflow (version) of that id is published in the local project
-	CodeTemplateNotActive    = "template_not_active"   // 422: published, but no active activation in the local environment
-	CodeInvalidInputs        = "invalid_inputs"        // 422: the inputs do not fit the workflow's input schema
-	CodeWorkflowsUnavailable = "workflows_unavailable" // 503: no workflow platform runs in this daemon
-)
-
-func init() {
-	codeStatus[CodeUnknownTemplate] = http.StatusUnprocessableEntity
-	codeStatus[CodeTemplateNotActive] = http.StatusUnprocessableEntity
-	codeStatus[CodeInvalidInputs] = http.StatusUnprocessableEntity
-	codeStatus[CodeWorkflowsUnavailable] = http.StatusServiceUnavailable
-}
 
 // Bounds of workflow-run requests.
 const (
@@ -137,17 +118,8 @@ func (w *WorkflowRuns) platform() (WorkflowRunner, error) {
 	return w.runner, nil
 }
 
-// Routes registers the workflow-run routes on the bridge listener (once;
-// they appear in the bridge's OpenAPI document).
-func (w *WorkflowRuns) Routes(r *httprouter.Router) {
-	add := func(method, path, access string, h handlerFunc) { w.s.handle(r, method, path, access, h) }
-	add("POST", "/v1/bridge/workflow-runs", ScopeWorkflows, w.handleStart)
-	add("GET", "/v1/bridge/workflow-runs", ScopeRead, w.handleList)
-	add("GET", "/v1/bridge/workflow-runs/:id", ScopeRead, w.handleGet)
-}
-
-// workflowRunRequest is the body of POST /v1/bridge/workflow-runs.
-type workflowRunRequest struct {
+// WorkflowRunRequest is the body of POST /v1/bridge/workflow-runs.
+type WorkflowRunRequest struct {
 	TemplateID *string                    `json:"templateId"`
 	Inputs     map[string]json.RawMessage `json:"inputs"`
 }
@@ -159,11 +131,9 @@ type canonicalRun struct {
 	Inputs     map[string]string `json:"inputs"`
 }
 
-func parseWorkflowRun(data []byte) (canonicalRun, error) {
-	var req workflowRunRequest
-	if err := decodeStrict(data, &req); err != nil {
-		return canonicalRun{}, err
-	}
+// validate checks a request against spec 1's bounds and returns its
+// canonical form.
+func (req WorkflowRunRequest) validate() (canonicalRun, error) {
 	if req.TemplateID == nil {
 		return canonicalRun{}, errf(CodeInvalidRequest, "templateId is required")
 	}
@@ -194,91 +164,53 @@ type workflowRecord struct {
 	CreatedAt                             time.Time
 }
 
-const workflowCols = `id, client_id, template_id, platform_run_id, request_hash, created_at`
-
-func scanWorkflowRecord(row scanner) (workflowRecord, error) {
-	var rec workflowRecord
-	var created string
-	err := row.Scan(&rec.ID, &rec.Client, &rec.TemplateID, &rec.PlatformRunID, &rec.Hash, &created)
-	rec.CreatedAt = parseTime(created)
-	return rec, err
-}
-
-// recordByKey finds the run a client started with an Idempotency-Key.
-func recordByKey(ctx context.Context, q store.Querier, client, key string) (*workflowRecord, error) {
-	rec, err := scanWorkflowRecord(q.QueryRowContext(ctx, `SELECT `+workflowCols+` FROM bridge_workflow_runs
-		WHERE client_id = ? AND idempotency_key = ?`, client, key))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read workflow run: %w", err)
-	}
-	return &rec, nil
-}
-
 // errKeyTaken undoes a start whose Idempotency-Key another request took
 // meanwhile.
 var errKeyTaken = errors.New("idempotency key taken meanwhile")
 
-func (w *WorkflowRuns) handleStart(rw http.ResponseWriter, r *http.Request, p Principal, _ httprouter.Params) error {
-	key, err := idempotencyKey(r)
+// Start starts a run of a workflow published and active in the local
+// project. With an Idempotency-Key, a repeat of the same request answers
+// the run the first one started (replayed true); a different body is
+// idempotency_conflict.
+func (w *WorkflowRuns) Start(ctx context.Context, p Principal, r WorkflowRunRequest, key string) (run WorkflowRun, replayed bool, err error) {
+	req, err := r.validate()
 	if err != nil {
-		return err
-	}
-	if err := noQuery(r); err != nil {
-		return err
-	}
-	data, err := readBody(r)
-	if err != nil {
-		return err
-	}
-	req, err := parseWorkflowRun(data)
-	if err != nil {
-		return err
+		return WorkflowRun{}, false, err
 	}
 	runner, err := w.platform()
 	if err != nil {
-		return err
+		return WorkflowRun{}, false, err
 	}
 	canonical, err := json.Marshal(req)
 	if err != nil {
-		return err
+		return WorkflowRun{}, false, err
 	}
 	sum := sha256.Sum256(canonical)
 	hash := sum[:]
-	ctx := r.Context()
-	replay := func() (bool, error) {
+	replay := func() (WorkflowRun, bool, error) {
 		rec, err := recordByKey(ctx, w.s.db.Reader(), p.Client, key)
 		if err != nil || rec == nil {
-			return false, err
+			return WorkflowRun{}, false, err
 		}
 		if string(rec.Hash) != string(hash) {
-			return true, errf(CodeIdempotencyConflict, "Idempotency-Key was already used with a different body")
+			return WorkflowRun{}, true, errf(CodeIdempotencyConflict, "Idempotency-Key was already used with a different body")
 		}
-		view, err := w.view(ctx, runner, *rec)
-		if err != nil {
-			return true, err
-		}
-		rw.Header().Set("Idempotent-Replayed", "true")
-		rw.Header().Set("Location", "/v1/bridge/workflow-runs/"+rec.ID)
-		return true, respond(rw, http.StatusAccepted, view)
+		v, err := w.view(ctx, runner, *rec)
+		return v, true, err
 	}
 	if key != "" {
-		if done, err := replay(); done || err != nil {
-			return err
+		if v, done, err := replay(); done || err != nil {
+			return v, done, err
 		}
 	}
 	inputs, err := json.Marshal(req.Inputs)
 	if err != nil {
-		return err
+		return WorkflowRun{}, false, err
 	}
 	rec := workflowRecord{ID: uuid.NewString(), Client: p.Client, TemplateID: req.TemplateID, Hash: hash, CreatedAt: w.s.now().UTC()}
-	run, err := runner.StartWorkflowRun(ctx, WorkflowStart{TemplateID: req.TemplateID, Inputs: inputs,
+	started, err := runner.StartWorkflowRun(ctx, WorkflowStart{TemplateID: req.TemplateID, Inputs: inputs,
 		Record: func(tx *sql.Tx, run PlatformRun) error {
-			var idem any
 			if key != "" {
-				idem = key
 				if taken, err := recordByKey(ctx, txq{tx}, p.Client, key); err != nil {
 					return err
 				} else if taken != nil {
@@ -286,49 +218,34 @@ func (w *WorkflowRuns) handleStart(rw http.ResponseWriter, r *http.Request, p Pr
 				}
 			}
 			rec.PlatformRunID = run.ID
-			_, err := tx.ExecContext(ctx, `INSERT INTO bridge_workflow_runs(id, client_id, template_id, idempotency_key, request_hash, platform_run_id, created_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?)`, rec.ID, rec.Client, rec.TemplateID, idem, rec.Hash, rec.PlatformRunID, nowString(rec.CreatedAt))
-			return err
+			return insertWorkflowRecord(ctx, tx, rec, key)
 		}})
 	if errors.Is(err, errKeyTaken) {
-		if done, err := replay(); done || err != nil {
-			return err
+		if v, done, err := replay(); done || err != nil {
+			return v, done, err
 		}
 	}
 	if err != nil {
-		return err
+		return WorkflowRun{}, false, err
 	}
-	rw.Header().Set("Location", "/v1/bridge/workflow-runs/"+rec.ID)
-	return respond(rw, http.StatusAccepted, workflowView(rec, run))
+	return workflowView(rec, started), false, nil
 }
 
-func (w *WorkflowRuns) handleList(rw http.ResponseWriter, r *http.Request, p Principal, _ httprouter.Params) error {
-	if err := noQuery(r); err != nil {
-		return err
-	}
+// WorkflowRunList is p's workflow runs, newest first (JSON name order).
+type WorkflowRunList struct {
+	HasMore      bool          `json:"hasMore"`
+	WorkflowRuns []WorkflowRun `json:"workflowRuns"`
+}
+
+// List reads the newest maxWorkflowRunList runs p may see.
+func (w *WorkflowRuns) List(ctx context.Context, p Principal) (WorkflowRunList, error) {
 	runner, err := w.platform()
 	if err != nil {
-		return err
+		return WorkflowRunList{}, err
 	}
-	ctx := r.Context()
-	cond, args := visible(p)
-	rows, err := w.s.db.Reader().QueryContext(ctx, `SELECT `+workflowCols+` FROM bridge_workflow_runs WHERE `+cond+
-		` ORDER BY seq DESC LIMIT ?`, append(args, maxWorkflowRunList+1)...)
+	recs, err := w.s.workflowRecords(ctx, p, maxWorkflowRunList+1)
 	if err != nil {
-		return fmt.Errorf("list workflow runs: %w", err)
-	}
-	var recs []workflowRecord
-	for rows.Next() {
-		rec, err := scanWorkflowRecord(rows)
-		if err != nil {
-			rows.Close()
-			return fmt.Errorf("list workflow runs: %w", err)
-		}
-		recs = append(recs, rec)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("list workflow runs: %w", err)
+		return WorkflowRunList{}, fmt.Errorf("list workflow runs: %w", err)
 	}
 	more := len(recs) > maxWorkflowRunList
 	if more {
@@ -338,39 +255,27 @@ func (w *WorkflowRuns) handleList(rw http.ResponseWriter, r *http.Request, p Pri
 	for _, rec := range recs {
 		v, err := w.view(ctx, runner, rec)
 		if err != nil {
-			return err
+			return WorkflowRunList{}, err
 		}
 		runs = append(runs, v)
 	}
-	return respond(rw, http.StatusOK, map[string]any{"workflowRuns": runs, "hasMore": more})
+	return WorkflowRunList{WorkflowRuns: runs, HasMore: more}, nil
 }
 
-func (w *WorkflowRuns) handleGet(rw http.ResponseWriter, r *http.Request, p Principal, ps httprouter.Params) error {
-	if err := noQuery(r); err != nil {
-		return err
-	}
-	id, err := jobID(ps) // the same UUID rule as job ids
-	if err != nil {
-		return errf(CodeInvalidParameter, "workflow run id must be a UUID")
-	}
+// Get reads one run p may see.
+func (w *WorkflowRuns) Get(ctx context.Context, p Principal, id string) (WorkflowRun, error) {
 	runner, err := w.platform()
 	if err != nil {
-		return err
+		return WorkflowRun{}, err
 	}
-	cond, args := visible(p)
-	rec, err := scanWorkflowRecord(w.s.db.Reader().QueryRowContext(r.Context(), `SELECT `+workflowCols+` FROM bridge_workflow_runs
-		WHERE id = ? AND `+cond, append([]any{id}, args...)...))
+	rec, err := w.s.workflowRecord(ctx, p, id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return errf(CodeNotFound, "no workflow run %s", id)
+		return WorkflowRun{}, errf(CodeNotFound, "no workflow run %s", id)
 	}
 	if err != nil {
-		return fmt.Errorf("read workflow run: %w", err)
+		return WorkflowRun{}, fmt.Errorf("read workflow run: %w", err)
 	}
-	v, err := w.view(r.Context(), runner, rec)
-	if err != nil {
-		return err
-	}
-	return respond(rw, http.StatusOK, v)
+	return w.view(ctx, runner, rec)
 }
 
 // view reads the platform run of rec. A platform run that no longer

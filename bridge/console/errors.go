@@ -2,84 +2,35 @@ package console
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 
-	"github.com/agentbridge/bridge/httpx"
+	"github.com/agentbridge/bridge/bridge"
 )
 
-// Error codes of the console's own routes; the shape is the bridge
-// listener's ({"error": {"code", "message"}}, docs/bridge-api.md "Errors").
+// Error codes of the console's own routes. The console answers on the
+// bridge listener, so its errors are the bridge's: the same shape
+// ({"error": {"code", "message"}}, docs/bridge-api.md "Errors"), codes and
+// status table (bridge.WriteError).
 const (
-	codeUnauthorized        = "unauthorized"        // 401: no session, or the code or token does not sign in
-	codeOwnerOnly           = "owner_only"          // 403: needs the owner token
-	codeCSRF                = "csrf_failed"         // 403: a change without the session's X-Bridge-CSRF header
-	codeInvalidRequest      = "invalid_request"     // 400
-	codeBodyTooLarge        = "body_too_large"      // 413
-	codeUnsupportedMedia    = "unsupported_media"   // 415
-	codeNotFound            = "not_found"           // 404
-	codeMethodNotAllowed    = "method_not_allowed"  // 405
-	codeUnavailable         = "service_unavailable" // 502/503: the services listener or platform sign-in failed
-	codeInternal            = "internal"            // 500
-	codePlatformUnavailable = "platform_unavailable"
+	codeUnauthorized        = bridge.CodeUnauthorized // no session, or the code or token does not sign in
+	codeOwnerOnly           = bridge.CodeOwnerOnly    // needs the owner token
+	codeCSRF                = bridge.CodeCSRFFailed   // a change without the session's X-Bridge-CSRF header
+	codeInvalidRequest      = bridge.CodeInvalidRequest
+	codeNotFound            = bridge.CodeNotFound
+	codeMethodNotAllowed    = bridge.CodeMethodNotAllowed
+	codeUnavailable         = bridge.CodeServiceUnavailable  // the services listener did not answer
+	codePlatformUnavailable = bridge.CodePlatformUnavailable // platform sign-in failed
 )
 
-var codeStatus = map[string]int{
-	codeUnauthorized:        http.StatusUnauthorized,
-	codeOwnerOnly:           http.StatusForbidden,
-	codeCSRF:                http.StatusForbidden,
-	codeInvalidRequest:      http.StatusBadRequest,
-	codeBodyTooLarge:        http.StatusRequestEntityTooLarge,
-	codeUnsupportedMedia:    http.StatusUnsupportedMediaType,
-	codeNotFound:            http.StatusNotFound,
-	codeMethodNotAllowed:    http.StatusMethodNotAllowed,
-	codeUnavailable:         http.StatusBadGateway,
-	codePlatformUnavailable: http.StatusServiceUnavailable,
-	codeInternal:            http.StatusInternalServerError,
+func errf(code, format string, args ...any) *bridge.Error {
+	return bridge.Errorf(code, format, args...)
 }
 
-// Error is a refusal with a code.
-type Error struct {
-	Code    string
-	Message string
-}
-
-func (e *Error) Error() string { return e.Code + ": " + e.Message }
-
-func errf(code, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
-}
-
-// writeError is the one place that maps the console's errors to responses.
+// writeError answers err in the bridge listener's error shape; console
+// answers are never cached.
 func writeError(w http.ResponseWriter, err error) {
-	var e *Error
-	var be *httpx.BodyError
-	switch {
-	case errors.As(err, &e):
-	case errors.As(err, &be):
-		code := codeInvalidRequest
-		switch be.Status {
-		case http.StatusRequestEntityTooLarge:
-			code = codeBodyTooLarge
-		case http.StatusUnsupportedMediaType:
-			code = codeUnsupportedMedia
-		}
-		e = &Error{Code: code, Message: be.Msg}
-	default:
-		e = &Error{Code: codeInternal, Message: "internal error"}
-	}
-	status := codeStatus[e.Code]
-	if status == 0 {
-		status = http.StatusInternalServerError
-	}
-	if status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="bridge console"`)
-	}
-	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": e.Code, "message": e.Message}})
+	bridge.WriteError(w, err, "bridge console")
 }
 
 func respond(w http.ResponseWriter, status int, v any) {

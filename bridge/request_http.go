@@ -1,0 +1,208 @@
+package bridge
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/agentbridge/bridge/httpx"
+)
+
+// query validates the query string: only the named parameters, each once.
+type query struct {
+	v   url.Values
+	err error
+}
+
+func parseQuery(r *http.Request, allowed ...string) *query {
+	v, err := url.ParseQuery(r.URL.RawQuery)
+	q := &query{v: v}
+	if err != nil {
+		q.err = errf(CodeInvalidParameter, "malformed query string")
+		return q
+	}
+	for k, vals := range v {
+		if !slices.Contains(allowed, k) {
+			q.err = errf(CodeInvalidParameter, "unknown query parameter %q", k)
+			return q
+		}
+		if len(vals) > 1 {
+			q.err = errf(CodeInvalidParameter, "query parameter %q given more than once", k)
+			return q
+		}
+	}
+	return q
+}
+
+func (q *query) intRange(name string, def, min, max int64) int64 {
+	if q.err != nil || !q.v.Has(name) {
+		return def
+	}
+	n, err := parseUint(q.v.Get(name))
+	if err != nil || int64(n) < min || int64(n) > max || n > 1<<62 {
+		if max == 1<<62 {
+			q.err = errf(CodeInvalidParameter, "%s must be an integer >= %d", name, min)
+		} else {
+			q.err = errf(CodeInvalidParameter, "%s must be an integer from %d to %d", name, min, max)
+		}
+		return def
+	}
+	return int64(n)
+}
+
+func (q *query) boolean(name string) bool {
+	if q.err != nil || !q.v.Has(name) {
+		return false
+	}
+	switch q.v.Get(name) {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	q.err = errf(CodeInvalidParameter, "%s must be true or false", name)
+	return false
+}
+
+func (q *query) oneOf(name, def string, allowed ...string) string {
+	if q.err != nil || !q.v.Has(name) {
+		return def
+	}
+	v := q.v.Get(name)
+	if !slices.Contains(allowed, v) {
+		q.err = errf(CodeInvalidParameter, "%s must be one of %s", name, strings.Join(allowed, ", "))
+		return def
+	}
+	return v
+}
+
+func jobID(ps httprouter.Params) (string, error) {
+	id := ps.ByName("id")
+	u, err := uuid.Parse(id)
+	if err != nil || u.String() != strings.ToLower(id) || len(id) != 36 {
+		return "", errf(CodeInvalidParameter, "job id must be a UUID")
+	}
+	return strings.ToLower(id), nil
+}
+
+// idempotencyKey reads the optional Idempotency-Key header (1..128 characters).
+func idempotencyKey(r *http.Request) (string, error) {
+	vals := r.Header.Values("Idempotency-Key")
+	if len(vals) == 0 {
+		return "", nil
+	}
+	if len(vals) > 1 {
+		return "", errf(CodeInvalidParameter, "Idempotency-Key must be sent once")
+	}
+	k := vals[0]
+	if k == "" || utf8.RuneCountInString(k) > 128 || !utf8.ValidString(k) {
+		return "", errf(CodeInvalidParameter, "Idempotency-Key must be 1 to 128 characters")
+	}
+	return k, nil
+}
+
+// readBody reads the raw body (bounded by wrap) for decoding and hashing.
+func readBody(r *http.Request) ([]byte, error) {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, _ := strings.Cut(ct, ";")
+		if mt = strings.ToLower(strings.TrimSpace(mt)); mt != "application/json" {
+			return nil, errf(CodeUnsupportedMedia, "Content-Type must be application/json")
+		}
+	}
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, errf(CodeBodyTooLarge, "request body exceeds %d bytes", maxBody)
+	}
+	// encoding/json would take the last of two equal keys and replace bad
+	// UTF-8 and lone surrogates with U+FFFD; the body is refused instead
+	// (docs/bridge-api.md).
+	if err := httpx.CheckJSON(data); err != nil {
+		return nil, errf(CodeInvalidRequest, "%v", err)
+	}
+	return data, nil
+}
+
+func decodeStrict(data []byte, dst any) error {
+	if err := httpx.DecodeBytes(data, dst, httpx.DecodeOptions{}); err != nil {
+		return err
+	}
+	return nil
+}
+
+// emptyObject enforces "required JSON object with no properties".
+func emptyObject(r *http.Request) error {
+	data, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	var m map[string]json.RawMessage
+	if err := httpx.DecodeBytes(data, &m, httpx.DecodeOptions{AllowUnknown: true}); err != nil || m == nil {
+		return errf(CodeInvalidRequest, "the body must be the JSON object {}")
+	}
+	if len(m) > 0 {
+		return errf(CodeInvalidRequest, "the body must be an empty JSON object; no properties are allowed")
+	}
+	return nil
+}
+
+func respond(w http.ResponseWriter, status int, v any) error {
+	httpx.WriteJSON(w, status, v)
+	return nil
+}
+
+func replayStored(w http.ResponseWriter, st *Replay) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Idempotent-Replayed", "true")
+	w.WriteHeader(st.status)
+	_, err := w.Write(append(st.body, '\n'))
+	return err
+}
+
+func noQuery(r *http.Request) error {
+	if r.URL.RawQuery != "" {
+		return errf(CodeInvalidParameter, "this endpoint takes no query parameters")
+	}
+	return nil
+}
+
+// parseUint accepts only plain decimal digits (no sign, no spaces).
+func parseUint(s string) (uint64, error) {
+	if s == "" || len(s) > 19 {
+		return 0, errors.New("bad integer")
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, errors.New("bad integer")
+		}
+	}
+	return strconv.ParseUint(s, 10, 64)
+}
+
+// decodeChange reads a change's optional Idempotency-Key, refuses a query
+// string and decodes the body strictly into dst.
+func decodeChange(r *http.Request, dst any) (Idempotency, error) {
+	key, err := idempotencyKey(r)
+	if err != nil {
+		return Idempotency{}, err
+	}
+	if err := noQuery(r); err != nil {
+		return Idempotency{}, err
+	}
+	data, err := readBody(r)
+	if err != nil {
+		return Idempotency{}, err
+	}
+	if err := decodeStrict(data, dst); err != nil {
+		return Idempotency{}, err
+	}
+	return Idempotency{Key: key, Body: data}, nil
+}

@@ -1,0 +1,59 @@
+package bridge
+
+import (
+	"net/http"
+
+	"github.com/julienschmidt/httprouter"
+)
+
+// Routes registers the workflow-run routes on the bridge listener (once;
+// they appear in the bridge's OpenAPI document).
+func (w *WorkflowRuns) Routes(r *httprouter.Router) {
+	add := func(method, path, access string, h handlerFunc) { w.s.handle(r, method, path, access, h) }
+	add("POST", "/v1/bridge/workflow-runs", ScopeWorkflows, w.handleStart)
+	add("GET", "/v1/bridge/workflow-runs", ScopeRead, w.handleList)
+	add("GET", "/v1/bridge/workflow-runs/:id", ScopeRead, w.handleGet)
+}
+
+func (w *WorkflowRuns) handleStart(rw http.ResponseWriter, r *http.Request, p Principal, _ httprouter.Params) error {
+	var req WorkflowRunRequest
+	key, err := decodeChange(r, &req)
+	if err != nil {
+		return err
+	}
+	run, replayed, err := w.Start(r.Context(), p, req, key.Key)
+	if err != nil {
+		return err
+	}
+	if replayed {
+		rw.Header().Set("Idempotent-Replayed", "true")
+	}
+	rw.Header().Set("Location", "/v1/bridge/workflow-runs/"+run.ID)
+	return respond(rw, http.StatusAccepted, run)
+}
+
+func (w *WorkflowRuns) handleList(rw http.ResponseWriter, r *http.Request, p Principal, _ httprouter.Params) error {
+	if err := noQuery(r); err != nil {
+		return err
+	}
+	list, err := w.List(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	return respond(rw, http.StatusOK, list)
+}
+
+func (w *WorkflowRuns) handleGet(rw http.ResponseWriter, r *http.Request, p Principal, ps httprouter.Params) error {
+	if err := noQuery(r); err != nil {
+		return err
+	}
+	id, err := jobID(ps) // the same UUID rule as job ids
+	if err != nil {
+		return errf(CodeInvalidParameter, "workflow run id must be a UUID")
+	}
+	run, err := w.Get(r.Context(), p, id)
+	if err != nil {
+		return err
+	}
+	return respond(rw, http.StatusOK, run)
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -106,14 +105,14 @@ func (s *Service) CheckAgentOutput(ctx context.Context, t engine.AgentTask, outp
 func ParseWorkflowRef(ref string) (string, int, error) {
 	id, v, hasVersion := strings.Cut(ref, "@")
 	if id == "" {
-		return "", 0, fmt.Errorf("%w: the workflow id is empty", ErrWorkflowNotPublished)
+		return "", 0, engine.RefuseStart(ErrWorkflowNotPublished, "the workflow id is empty")
 	}
 	if !hasVersion {
 		return id, 0, nil
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || strconv.Itoa(n) != v {
-		return "", 0, fmt.Errorf("%w: %q is not a workflow id with an optional @version (a positive integer)", ErrWorkflowNotPublished, ref)
+		return "", 0, engine.RefuseStart(ErrWorkflowNotPublished, "%q is not a workflow id with an optional @version (a positive integer)", ref)
 	}
 	return id, n, nil
 }

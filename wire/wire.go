@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -25,6 +24,7 @@ import (
 	"github.com/agentbridge/bridge/httpx/docsui"
 	"github.com/agentbridge/bridge/ingest"
 	"github.com/agentbridge/bridge/platform"
+	"github.com/agentbridge/bridge/platform/engine"
 	"github.com/agentbridge/bridge/store"
 	"github.com/agentbridge/bridge/store/ring"
 )
@@ -223,23 +223,23 @@ func bridgeRun(r platform.LocalRun) bridge.PlatformRun {
 	return out
 }
 
-// bridgeError maps the platform's refusals to the bridge's error codes;
-// other errors (the bridge's own from Record among them) pass.
+// bridgeError maps the platform's refusals to the bridge's error codes by
+// their type (engine.StartRefusal, the run-not-found sentinel); other
+// errors (the bridge's own from Record among them) pass.
 func bridgeError(err error) error {
-	for _, m := range []struct {
-		target error
-		code   string
-	}{
-		{platform.ErrWorkflowNotPublished, bridge.CodeUnknownTemplate},
-		{platform.ErrNoActiveActivation, bridge.CodeTemplateNotActive},
-		{platform.ErrInvalidInput, bridge.CodeInvalidInputs},
-	} {
-		if errors.Is(err, m.target) {
-			msg := err.Error()
-			if _, detail, ok := strings.Cut(msg, m.target.Error()+": "); ok {
-				msg = detail
+	var refusal *engine.StartRefusal
+	if errors.As(err, &refusal) {
+		for _, m := range []struct {
+			kind error
+			code string
+		}{
+			{platform.ErrWorkflowNotPublished, bridge.CodeUnknownTemplate},
+			{platform.ErrNoActiveActivation, bridge.CodeTemplateNotActive},
+			{platform.ErrInvalidInput, bridge.CodeInvalidInputs},
+		} {
+			if errors.Is(refusal.Kind, m.kind) {
+				return &bridge.Error{Code: m.code, Message: refusal.Detail}
 			}
-			return &bridge.Error{Code: m.code, Message: msg}
 		}
 	}
 	if errors.Is(err, platform.ErrRunNotFound) {

@@ -262,11 +262,11 @@ func activeActivation(ctx context.Context, q store.Querier, sc auth.Scope, workf
 	}
 	switch {
 	case published == 0:
-		return "", 0, fmt.Errorf("%w: no workflow %s is published in the project", ErrWorkflowNotPublished, name)
+		return "", 0, RefuseStart(ErrWorkflowNotPublished, "no workflow %s is published in the project", name)
 	case id != "":
-		return "", 0, fmt.Errorf("%w: the environment's active activation of %s runs version %d, not %d", ErrNoActiveActivation, workflow, active, version)
+		return "", 0, RefuseStart(ErrNoActiveActivation, "the environment's active activation of %s runs version %d, not %d", workflow, active, version)
 	}
-	return "", 0, fmt.Errorf("%w: workflow %s has no active activation in the environment", ErrNoActiveActivation, name)
+	return "", 0, RefuseStart(ErrNoActiveActivation, "workflow %s has no active activation in the environment", name)
 }
 
 // localError maps the problems of the shared start code to the errors of
@@ -287,10 +287,10 @@ func localError(err error) error {
 	}
 	switch ae.Status {
 	case http.StatusUnprocessableEntity:
-		return fmt.Errorf("%w: %s", ErrInvalidInput, msg)
+		return RefuseStart(ErrInvalidInput, "%s", msg)
 	case http.StatusConflict:
 		if ae.Code == api.CodeConflict {
-			return fmt.Errorf("%w: %s", ErrNoActiveActivation, msg)
+			return RefuseStart(ErrNoActiveActivation, "%s", msg)
 		}
 	}
 	return err

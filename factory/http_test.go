@@ -15,6 +15,8 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 	"github.com/matryer/is"
+
+	"github.com/agentbridge/bridge/httpx"
 )
 
 type apiClient struct {
@@ -264,7 +266,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	}
 	for _, rt := range h.svc.routes() {
 		if !rt.public {
-			served = append(served, rt.method+" "+pathParam.ReplaceAllString(rt.path, "{$1}"))
+			served = append(served, rt.method+" "+httpx.OpenAPIPath(rt.path))
 		}
 	}
 	sort.Strings(documented)

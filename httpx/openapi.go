@@ -90,7 +90,7 @@ type Info struct {
 // and the derived schemas.
 type Document struct {
 	Info Info
-	// Servers are the server URLs ("/").
+	// Servers are the server URLs ("/"); none leaves the member out.
 	Servers []string
 	// JSONSchemaDialect is written when set.
 	JSONSchemaDialect string
@@ -249,16 +249,18 @@ func (o *OpenAPI) Build(d Document) map[string]any {
 	if d.SecuritySchemes != nil {
 		components["securitySchemes"] = d.SecuritySchemes
 	}
-	servers := make([]any, len(d.Servers))
-	for i, s := range d.Servers {
-		servers[i] = map[string]any{"url": s}
-	}
 	doc := map[string]any{
 		"openapi":    "3.1.0",
 		"info":       map[string]any{"title": d.Info.Title, "version": d.Info.Version, "description": d.Info.Description},
-		"servers":    servers,
 		"paths":      o.paths,
 		"components": components,
+	}
+	if len(d.Servers) > 0 {
+		servers := make([]any, len(d.Servers))
+		for i, s := range d.Servers {
+			servers[i] = map[string]any{"url": s}
+		}
+		doc["servers"] = servers
 	}
 	if d.JSONSchemaDialect != "" {
 		doc["jsonSchemaDialect"] = d.JSONSchemaDialect

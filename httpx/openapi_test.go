@@ -164,3 +164,26 @@ func TestPaths(t *testing.T) {
 		t.Errorf("params %v", got)
 	}
 }
+
+type looseDur int64
+
+type looseItem struct {
+	ID    *string  `json:"id" format:"uuid"`
+	Every looseDur `json:"every"`
+}
+
+func TestSchemasLoose(t *testing.T) {
+	s := NewSchemas(SchemaStyle{Loose: true, Types: map[reflect.Type]map[string]any{
+		reflect.TypeFor[looseDur](): {"type": "string", "description": "a duration"}}})
+	s.Of(looseItem{})
+	want := map[string]any{"type": "object", "properties": map[string]any{
+		"id":    map[string]any{"type": "string"},
+		"every": map[string]any{"type": "string", "description": "a duration"}}}
+	if got := s.Components()["looseItem"]; !reflect.DeepEqual(got, want) {
+		t.Errorf("loose object %v", got)
+	}
+	doc := NewOpenAPI(SchemaStyle{}).Build(Document{Info: Info{Title: "t"}})
+	if _, ok := doc["servers"]; ok {
+		t.Error("servers written without servers")
+	}
+}

@@ -29,6 +29,13 @@ type SchemaStyle struct {
 	// Name names the component of a struct type (default TypeName: a
 	// generic instantiation "Page[pkg.Item]" becomes "PageItem").
 	Name func(t reflect.Type) string
+	// Loose is the factory's style: a pointer is documented as its value,
+	// an object lists its properties only (neither closed nor with required
+	// fields), and the refining tags are not read.
+	Loose bool
+	// Types are the schemas of particular types, used as given (a duration
+	// type, a byte slice holding JSON).
+	Types map[reflect.Type]map[string]any
 }
 
 // TypeName is the default component name: the type's name, a generic
@@ -102,6 +109,12 @@ func (s *Schemas) Of(v any) map[string]any {
 func (s *Schemas) Components() map[string]any { return s.components }
 
 func (s *Schemas) schema(t reflect.Type) map[string]any {
+	if sch, ok := s.style.Types[t]; ok {
+		return cloneSchema(sch)
+	}
+	if s.style.Loose && t.Kind() == reflect.Pointer {
+		return s.schema(t.Elem())
+	}
 	switch t {
 	case timeType:
 		return map[string]any{"type": "string", "format": "date-time"}
@@ -142,6 +155,10 @@ func (s *Schemas) schema(t reflect.Type) map[string]any {
 		props := map[string]any{}
 		var required []string
 		s.fields(t, props, &required)
+		if s.style.Loose {
+			s.components[name] = map[string]any{"type": "object", "properties": props}
+			return ref
+		}
 		obj := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
 		if len(required) > 0 {
 			obj["required"] = required
@@ -186,6 +203,10 @@ func (s *Schemas) fields(t reflect.Type, props map[string]any, required *[]strin
 			name = sf.Name
 		}
 		fs := cloneSchema(s.schema(sf.Type))
+		if s.style.Loose {
+			props[name] = fs
+			continue
+		}
 		if d := sf.Tag.Get("doc"); d != "" {
 			if _, isRef := fs["$ref"]; isRef && !s.style.DocBesideRef {
 				fs = map[string]any{"allOf": []any{fs}}

@@ -200,6 +200,32 @@ func TestDebugSessionWaits(t *testing.T) {
 		t.Fatalf("%+v", s.View)
 	}
 
+	// A failure the action's policy does not retry opens an incident: the
+	// session is suspended (boundary incident) and stays so.
+	s = f.mustCreate(op, f.flow, `{"name":"Ada"}`, `{"action:acme/greet@1":{"error":{"code":"BROKEN","message":"no"}},"node:nothing":{"output":{}}}`)
+	f.mustCommand(op, &s, `{"continue":{}}`)
+	if s.View.Status != sim.StatusSuspended || s.View.Boundary.Kind != "incident" {
+		t.Fatalf("%+v", s.View)
+	}
+	f.mustCommand(op, &s, `{"continue":{}}`)
+	if s.View.Status != sim.StatusSuspended {
+		t.Fatalf("%+v", s.View)
+	}
+	// A retryable failure is retried after the backoff (the virtual clock
+	// moves to it), then the second outcome answers.
+	s = f.mustCreate(op, f.flow, `{"name":"Ada"}`, `{"action:acme/greet@1":[{"error":{"code":"BUSY"},"retryable":true},{"output":{"name":"Ada"}}],"node:nothing":{"output":{}}}`)
+	start := s.View.Now
+	f.mustCommand(op, &s, `{"continue":{}}`)
+	failed := 0
+	for _, e := range s.View.Events {
+		if e.Kind == "task_failed" {
+			failed++
+		}
+	}
+	if s.View.Status != sim.StatusSucceeded || failed != 1 || !s.View.Now.After(start) {
+		t.Fatalf("%+v", s.View)
+	}
+
 	// A missing mock fails the session.
 	s = f.mustCreate(op, f.flow, `{"name":"Ada"}`, `{}`)
 	f.mustCommand(op, &s, `{"continue":{}}`)
@@ -435,4 +461,45 @@ func TestDebugSessionPerContinueLimits(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestDebugSessionDocumentedLimits checks the session limits at their
+// documented values over HTTP: 4 live per creator, 16 live per project,
+// one hour of life (the 1,000 kept per project are checked shrunk in
+// TestDebugSessionLimits and pinned by sim's TestDefaultLimitsAreDocumented).
+func TestDebugSessionDocumentedLimits(t *testing.T) {
+	clock := &fakeClock{t: clockStart()}
+	f := newDebugFixture(t, withClock(clock))
+	h, op := f.h, f.op
+	project := identity.Scope{Tenant: h.ws.TenantID, Project: h.ws.ProjectID}
+	var first sim.SessionBody
+	for i := range 4 {
+		s := f.mustCreate(op, f.approval, `{}`, `{}`)
+		if i == 0 {
+			first = s
+		}
+	}
+	h.problem(429, sim.CodeCapacity, f.create(op, f.approval, `{}`, `{}`))
+	for i := 1; i <= 3; i++ {
+		_, tok := h.user(fmt.Sprintf("dev%d", i), "developer", project)
+		for range 4 {
+			f.mustCreate(tok, f.approval, `{}`, `{}`)
+		}
+	}
+	_, dev4 := h.user("dev4", "developer", project)
+	r := f.create(dev4, f.approval, `{}`, `{}`)
+	p := h.problem(429, sim.CodeCapacity, r)
+	if !strings.Contains(p.Message, "project") || r.header.Get("Retry-After") == "" {
+		t.Fatalf("%+v", p)
+	}
+	// One hour of life: readable a second before, 410 at the hour.
+	clock.Set(clock.Now().Add(time.Hour - time.Second))
+	op = h.refreshTokens()
+	h.must(200, h.get(pPath(h)+"/debug/sessions/"+first.ID, op), nil)
+	clock.Set(clock.Now().Add(time.Second))
+	op = h.refreshTokens()
+	h.problem(410, sim.CodeExpired, h.get(pPath(h)+"/debug/sessions/"+first.ID, op))
+	h.problem(410, sim.CodeExpired, f.command(op, first.ID, first.Revision, `{"next":{}}`))
+	// Expired sessions are not live: the creator may open new ones.
+	f.mustCreate(op, f.approval, `{}`, `{}`)
 }

@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -136,21 +135,7 @@ func (s *Service) indexDeadLetter(ctx context.Context, m broker.Message) error {
 	if failed == "" {
 		failed = fmtTime(m.Timestamp)
 	}
-	return s.db.Write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`INSERT INTO ingest_dlq (event_id, dlq_id, provider, stage, reason, detail, status, topic, headers, payload, payload_size, received_at, failed_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (event_id) DO UPDATE SET dlq_id = excluded.dlq_id, stage = excluded.stage, reason = excluded.reason,
-				detail = excluded.detail, status = excluded.status, topic = excluded.topic, headers = excluded.headers,
-				payload = excluded.payload, payload_size = excluded.payload_size, failed_at = excluded.failed_at,
-				failures = ingest_dlq.failures + 1, replayed_at = NULL
-			WHERE ingest_dlq.dlq_id <> excluded.dlq_id`,
-			eventID, h[hDLQID], h[hProvider], h[hDLQStage], h[hDLQReason], h[hDLQDetail], status, h[hDLQTopic],
-			string(hdrs), payload, size, received, failed)
-		if err != nil {
-			return fmt.Errorf("ingest: index dead letter %s: %w", eventID, err)
-		}
-		return nil
-	})
+	return s.upsertDeadLetter(ctx, eventID, h, string(hdrs), payload, status, size, received, failed)
 }
 
 // DLQFilter selects dead letters.
@@ -160,71 +145,14 @@ type DLQFilter struct {
 	Pending bool
 }
 
-const dlqColumns = `event_id, dlq_id, provider, stage, reason, detail, status, topic, payload IS NOT NULL, payload_size,
-	received_at, failed_at, failures, replayed_at, replays`
-
-func scanDLQ(sc interface{ Scan(...any) error }, extra ...any) (DLQEntry, error) {
-	var e DLQEntry
-	var recv, failed string
-	var replayed sql.NullString
-	dest := append([]any{&e.EventID, &e.DLQID, &e.Provider, &e.Stage, &e.Reason, &e.Detail, &e.Status, &e.Topic, &e.hasPayload,
-		&e.PayloadSize, &recv, &failed, &e.Failures, &replayed, &e.Replays}, extra...)
-	if err := sc.Scan(dest...); err != nil {
-		return DLQEntry{}, err
-	}
-	e.ReceivedAt, _ = time.Parse(tsFormat, recv)
-	e.FailedAt, _ = time.Parse(tsFormat, failed)
-	if replayed.Valid {
-		t, _ := time.Parse(tsFormat, replayed.String)
-		e.ReplayedAt = &t
-	}
-	return e, nil
-}
-
-// listDLQ returns dead letters, most recently failed first.
-func (s *Service) listDLQ(ctx context.Context, f DLQFilter, after *pageKey, limit int) ([]DLQEntry, error) {
-	q := `SELECT ` + dlqColumns + ` FROM ingest_dlq WHERE (? = '' OR provider = ?)`
-	args := []any{f.Provider, f.Provider}
-	if f.Pending {
-		q += ` AND replayed_at IS NULL`
-	}
-	if after != nil {
-		q += ` AND (failed_at, event_id) < (?, ?)`
-		args = append(args, after.Time, after.ID)
-	}
-	q += ` ORDER BY failed_at DESC, event_id DESC LIMIT ?`
-	args = append(args, limit)
-	rows, err := s.db.Reader().QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("ingest: list dead letters: %w", err)
-	}
-	defer rows.Close()
-	out := []DLQEntry{}
-	for rows.Next() {
-		e, err := scanDLQ(rows)
-		if err != nil {
-			return nil, fmt.Errorf("ingest: list dead letters: %w", err)
-		}
-		s.markReplayable(&e)
-		out = append(out, e)
-	}
-	return out, rows.Err()
-}
-
 // errNotFound answers a dead letter that does not exist.
 var errNotFound = newError("WH-NOT-FOUND", "not_found", "no dead letter with that event id")
 
 // DeadLetter reads one dead letter with its headers and payload.
 func (s *Service) DeadLetter(ctx context.Context, eventID string) (DLQEntry, error) {
-	var hdrs string
-	var payload []byte
-	row := s.db.Reader().QueryRowContext(ctx, `SELECT `+dlqColumns+`, headers, payload FROM ingest_dlq WHERE event_id = ?`, eventID)
-	e, err := scanDLQ(row, &hdrs, &payload)
-	if errors.Is(err, sql.ErrNoRows) {
-		return DLQEntry{}, errNotFound
-	}
+	e, hdrs, payload, err := s.readDeadLetter(ctx, eventID)
 	if err != nil {
-		return DLQEntry{}, fmt.Errorf("ingest: read dead letter %s: %w", eventID, err)
+		return DLQEntry{}, err
 	}
 	if err := json.Unmarshal([]byte(hdrs), &e.headers); err != nil {
 		return DLQEntry{}, fmt.Errorf("ingest: dead letter %s: headers: %w", eventID, err)
@@ -277,11 +205,7 @@ func (s *Service) Replay(ctx context.Context, eventID string) (DLQEntry, error) 
 		return DLQEntry{}, ae
 	}
 	now := s.now()
-	err = s.db.Write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`UPDATE ingest_dlq SET replayed_at = ?, replays = replays + 1 WHERE event_id = ?`, fmtTime(now), eventID)
-		return err
-	})
-	if err != nil {
+	if err := s.markReplayed(ctx, eventID, now); err != nil {
 		return DLQEntry{}, fmt.Errorf("ingest: replay %s: mark replayed: %w", eventID, err)
 	}
 	s.hub.publish(Activity{Time: now, Kind: KindReplayed, EventID: eventID, Provider: e.Provider, Topic: topic, Size: e.PayloadSize})

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -67,9 +68,12 @@ func growRuns(dir string, n int, progress func(string)) error {
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
-	var run string
+	var run, key string
 	if err := db.QueryRow(`SELECT id FROM platform_runs LIMIT 1`).Scan(&run); err != nil {
 		return fmt.Errorf("grow: template run: %w", err)
+	}
+	if err := db.QueryRow(`SELECT key FROM platform_idempotency WHERE key LIKE 'run-%' LIMIT 1`).Scan(&key); err != nil {
+		return fmt.Errorf("grow: template idempotency record: %w", err)
 	}
 	cols := func(table string) ([]string, error) {
 		rows, err := db.Query(`SELECT name FROM pragma_table_info(?)`, table)
@@ -97,7 +101,7 @@ func growRuns(dir string, n int, progress func(string)) error {
 		{"platform_runs", "t.id = ?1", map[string]string{"id": id, "created_at": "t.created_at - n.i", "updated_at": "t.updated_at - n.i"}},
 		{"platform_run_events", "t.run_id = ?1", map[string]string{"run_id": id, "at": "t.at - n.i"}},
 		{"platform_run_logs", "t.run_id = ?1", map[string]string{"id": "NULL", "run_id": id, "at": "t.at - n.i"}},
-		{"platform_idempotency", "t.key LIKE 'run-%'", map[string]string{"key": "t.key || '-' || n.i", "created_at": "t.created_at - n.i"}},
+		{"platform_idempotency", "t.key = ?4", map[string]string{"key": "t.key || '-' || n.i", "created_at": "t.created_at - n.i"}},
 		{"platform_access_audit", "t.seq = (SELECT max(seq) FROM platform_access_audit WHERE method = 'POST')",
 			map[string]string{"seq": "NULL", "request_id": "t.request_id || n.i", "at": "t.at - n.i"}},
 	}
@@ -125,7 +129,7 @@ func growRuns(dir string, n int, progress func(string)) error {
 			return err
 		}
 		for k, q := range queries {
-			if _, err := tx.Exec(q, run, from, to); err != nil {
+			if _, err := tx.Exec(q, run, from, to, key); err != nil {
 				_ = tx.Rollback()
 				return fmt.Errorf("grow: copy %s: %w", copies[k].table, err)
 			}
@@ -191,6 +195,29 @@ func growWebhooks(dir string, n int, progress func(string)) error {
 			progress(fmt.Sprintf("webhooks: %d of %d", i, n))
 		}
 	}
+	// The stored webhooks of a running daemon have been processed: the
+	// copies are acknowledged for the ingest processor's group (ingest's
+	// default "webhooks-processor"), so the grown daemon does not spend its
+	// windows working through a backlog the fresh one does not have.
+	var acked atomic.Int64
+	all := make(chan struct{})
+	sub, err := b.Subscribe(ctx, "webhooks-processor", []string{tmpl.Topic}, func(context.Context, broker.Message) error {
+		if acked.Add(1) == int64(n) {
+			close(all)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	select {
+	case <-all:
+	case <-time.After(10 * time.Minute):
+	}
+	if err := sub.Close(); err != nil {
+		return err
+	}
+	progress(fmt.Sprintf("webhooks: %d acknowledged for webhooks-processor", acked.Load()))
 	if err := b.Close(); err != nil {
 		return err
 	}

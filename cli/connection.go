@@ -180,8 +180,8 @@ func (a *app) connectionGetCmd(t *envTarget) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var c client.Connection
-			if err := tg.call(ctx, http.MethodGet, tg.env("/connections/"+url.PathEscape(args[0])), nil, nil, &c); err != nil {
+			c, err := tg.api().Connection(ctx, tg.e(), args[0])
+			if err != nil {
 				return err
 			}
 			if asJSON {

@@ -202,10 +202,7 @@ needs a new version number.`,
 // same source is answered as such.
 func publishDefinition(ctx context.Context, tg *target, d definitionFile) (published, error) {
 	base := tg.ids.projectPath() + "/" + d.collection
-	var v client.Version
-	h, err := tg.s.call(ctx, http.MethodPost, base, map[string]string{client.HeaderIdempotencyKey: d.key},
-		client.PublishRequest{Source: d.source, Format: client.FormatYAML}, &v)
-	already := err == nil && h.Get(client.HeaderReplayed) == "true"
+	v, already, err := tg.api().Publish(ctx, tg.e(), d.collection, d.key, client.PublishRequest{Source: d.source, Format: client.FormatYAML})
 	var ae *apiError
 	if errors.As(err, &ae) && ae.Status == http.StatusConflict {
 		if v, err = existingVersion(ctx, tg, base, d); err != nil {

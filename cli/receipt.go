@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"net/url"
 	"text/tabwriter"
 
@@ -76,13 +75,11 @@ func (a *app) receiptOneCmd(t *envTarget, retry bool) *cobra.Command {
 		use, short, example = "retry <receipt-id>", "Make a blocked or failed receipt pending again (same event identity)", "  bridge receipt retry <receipt-id>"
 	}
 	return envOneCmd(a, t, &cobra.Command{Use: use, Short: short, Example: example, Args: cobra.ExactArgs(1)}, "receipt",
-		func(ctx context.Context, tg *target, args []string) (r client.Receipt, err error) {
-			method, path := http.MethodGet, tg.env("/provider-receipts/"+url.PathEscape(args[0]))
+		func(ctx context.Context, tg *target, args []string) (client.Receipt, error) {
 			if retry {
-				method, path = http.MethodPost, path+"/retry"
+				return tg.api().RetryReceipt(ctx, tg.e(), args[0])
 			}
-			err = tg.call(ctx, method, path, nil, nil, &r)
-			return r, err
+			return tg.api().Receipt(ctx, tg.e(), args[0])
 		}, func(_ *target, r client.Receipt) error {
 			tw := tabwriter.NewWriter(a.out, 0, 4, 2, ' ', 0)
 			fmt.Fprintf(tw, "Receipt %s %s\n", r.ID, r.Status)

@@ -956,8 +956,8 @@ func (l *logFollower) drain(ctx context.Context) error {
 		if l.level != "" {
 			q.Set("level", l.level)
 		}
-		var page client.Page[client.LogEntry]
-		if err := l.tg.call(ctx, http.MethodGet, l.tg.env("/runs/"+url.PathEscape(l.run)+"/logs?"+q.Encode()), nil, nil, &page); err != nil {
+		page, err := l.tg.api().Logs(ctx, l.tg.e(), l.run, q)
+		if err != nil {
 			return err
 		}
 		for _, e := range page.Items {

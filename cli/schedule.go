@@ -112,8 +112,8 @@ at its current revision (read first, or --revision).`,
 				}
 				hdr["If-Match"] = strconv.Quote(strconv.Itoa(revision))
 			}
-			var u client.Upcoming
-			if err := tg.call(ctx, http.MethodPost, tg.env("/schedules"), hdr, req, &u); err != nil {
+			u, err := tg.api().SaveSchedule(ctx, tg.e(), hdr, req)
+			if err != nil {
 				return err
 			}
 			if asJSON {
@@ -139,17 +139,14 @@ at its current revision (read first, or --revision).`,
 
 // getSchedule reads a schedule of the environment.
 func getSchedule(ctx context.Context, tg *target, id string) (client.Schedule, error) {
-	var s client.Schedule
-	err := tg.call(ctx, http.MethodGet, tg.env("/schedules/"+url.PathEscape(id)), nil, nil, &s)
-	return s, err
+	return tg.api().Schedule(ctx, tg.e(), id)
 }
 
 // printSchedule writes a schedule for people, naming its workflow when the
 // activation can be read.
 func (a *app) printSchedule(ctx context.Context, tg *target, s client.Schedule) {
 	label := "activation " + s.ActivationID
-	var x client.Activation
-	if tg.call(ctx, http.MethodGet, tg.env("/activations/"+url.PathEscape(s.ActivationID)), nil, nil, &x) == nil {
+	if x, err := tg.api().Activation(ctx, tg.e(), s.ActivationID); err == nil {
 		label = activationLabel(x)
 	}
 	tw := tabwriter.NewWriter(a.out, 0, 4, 2, ' ', 0)
@@ -273,8 +270,8 @@ func (a *app) scheduleChangeCmd(t *envTarget, action, short string) *cobra.Comma
 				revision = int(cur.Revision)
 			}
 			hdr := map[string]string{"If-Match": strconv.Quote(strconv.Itoa(revision))}
-			var s client.Schedule
-			if err := tg.call(ctx, http.MethodPost, tg.env("/schedules/"+url.PathEscape(id)+"/"+action), hdr, nil, &s); err != nil {
+			s, err := tg.api().ScheduleAction(ctx, tg.e(), id, action, hdr)
+			if err != nil {
 				return err
 			}
 			if asJSON {

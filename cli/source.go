@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"text/tabwriter"
 
@@ -109,8 +108,8 @@ connection.manage, connection.bind and run.start (or run.signal).`,
 			if err != nil {
 				return err
 			}
-			var conn client.Connection
-			if err := tg.call(ctx, http.MethodGet, tg.env("/connections/"+url.PathEscape(connection)), nil, nil, &conn); err != nil {
+			conn, err := tg.api().Connection(ctx, tg.e(), connection)
+			if err != nil {
 				return err
 			}
 			req.Provider, req.ConnectionRevisionID, req.Policy = conn.Provider, conn.ID, conn.Config
@@ -216,13 +215,11 @@ func (a *app) sourceGetCmd(t *envTarget, disable bool) *cobra.Command {
 		use, short, example = "disable <source-id>", "Disable a provider source for good (its ingress answers 404; pending receipts are blocked)", "  bridge source disable <source-id>"
 	}
 	return envOneCmd(a, t, &cobra.Command{Use: use, Short: short, Example: example, Args: cobra.ExactArgs(1)}, "source",
-		func(ctx context.Context, tg *target, args []string) (s client.Source, err error) {
-			method, path := http.MethodGet, tg.env("/provider-sources/"+url.PathEscape(args[0]))
+		func(ctx context.Context, tg *target, args []string) (client.Source, error) {
 			if disable {
-				method, path = http.MethodPost, path+"/disable"
+				return tg.api().DisableSource(ctx, tg.e(), args[0])
 			}
-			err = tg.call(ctx, method, path, nil, nil, &s)
-			return s, err
+			return tg.api().Source(ctx, tg.e(), args[0])
 		}, func(tg *target, s client.Source) error {
 			if disable {
 				fmt.Fprintf(a.out, "Source %s is disabled\n", s.ID)

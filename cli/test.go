@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/url"
 	"os"
 	"text/tabwriter"
@@ -68,8 +67,8 @@ allows side-effecting steps too, each with --ack. You need step.test.`,
 			if err != nil {
 				return err
 			}
-			var p client.TestPolicy
-			if err := tg.call(ctx, http.MethodGet, tg.env("/test-policy"), nil, nil, &p); err != nil {
+			p, err := tg.api().TestPolicy(ctx, tg.e())
+			if err != nil {
 				return err
 			}
 			if len(args) == 1 {
@@ -77,7 +76,7 @@ allows side-effecting steps too, each with --ack. You need step.test.`,
 				if p.Revision > 0 {
 					hdr["If-Match"] = client.FormatETag(p.Revision)
 				}
-				if err := tg.call(ctx, http.MethodPut, tg.env("/test-policy"), hdr, client.TestPolicyRequest{TestCalls: args[0]}, &p); err != nil {
+				if p, err = tg.api().SaveTestPolicy(ctx, tg.e(), hdr, client.TestPolicyRequest{TestCalls: args[0]}); err != nil {
 					return err
 				}
 			}
@@ -116,15 +115,14 @@ compiles the revision it names. Prints the draft id and revision.`,
 			if id == "" {
 				id = uuid.NewString()
 			} else {
-				var d client.Draft
-				if err := tg.call(ctx, http.MethodGet, tg.ids.projectPath()+"/drafts/"+url.PathEscape(id), nil, nil, &d); err != nil {
+				d, err := tg.api().Draft(ctx, tg.e(), id)
+				if err != nil {
 					return err
 				}
 				hdr["If-Match"] = client.FormatETag(d.Revision)
 			}
-			var d client.Draft
-			if err := tg.call(ctx, http.MethodPut, tg.ids.projectPath()+"/drafts/"+url.PathEscape(id), hdr,
-				client.PublishRequest{Source: string(src), Format: "yaml"}, &d); err != nil {
+			d, err := tg.api().SaveDraft(ctx, tg.e(), id, hdr, client.PublishRequest{Source: string(src), Format: "yaml"})
+			if err != nil {
 				return err
 			}
 			if asJSON {
@@ -141,11 +139,8 @@ compiles the revision it names. Prints the draft id and revision.`,
 
 // latestRevision answers the draft's latest saved revision.
 func latestRevision(ctx context.Context, tg *target, draft string) (int64, error) {
-	var d client.Draft
-	if err := tg.call(ctx, http.MethodGet, tg.ids.projectPath()+"/drafts/"+url.PathEscape(draft), nil, nil, &d); err != nil {
-		return 0, err
-	}
-	return d.SourceRevision, nil
+	d, err := tg.api().Draft(ctx, tg.e(), draft)
+	return d.SourceRevision, err
 }
 
 func (a *app) testStepCmd(t *envTarget) *cobra.Command {
@@ -196,8 +191,8 @@ it succeeded.`,
 					return err
 				}
 			}
-			var c client.StepTestCreated
-			if err := tg.call(ctx, http.MethodPost, tg.env("/step-tests"), nil, req, &c); err != nil {
+			c, err := tg.api().StartStepTest(ctx, tg.e(), req)
+			if err != nil {
 				return err
 			}
 			if !wait {
@@ -231,8 +226,8 @@ it succeeded.`,
 func (a *app) followStep(ctx context.Context, tg *target, id string, asJSON bool) error {
 	last := ""
 	for {
-		var v client.StepTest
-		if err := tg.call(ctx, http.MethodGet, tg.env("/step-tests/"+url.PathEscape(id)), nil, nil, &v); err != nil {
+		v, err := tg.api().StepTest(ctx, tg.e(), id)
+		if err != nil {
 			return err
 		}
 		if v.Status != last {
@@ -288,25 +283,22 @@ func (a *app) showStep(v client.StepTest, asJSON bool) error {
 
 // testOneCmd is a command on one step test: call answers it.
 func (a *app) testOneCmd(t *envTarget, use, short, example string, nargs cobra.PositionalArgs,
-	call func(ctx context.Context, tg *target, args []string, v *client.StepTest) error) *cobra.Command {
-	return envOneCmd(a, t, &cobra.Command{Use: use, Short: short, Example: example, Args: nargs}, "step test",
-		func(ctx context.Context, tg *target, args []string) (v client.StepTest, err error) {
-			err = call(ctx, tg, args, &v)
-			return v, err
-		}, func(_ *target, v client.StepTest) error { return a.showStep(v, false) })
+	call func(ctx context.Context, tg *target, args []string) (client.StepTest, error)) *cobra.Command {
+	return envOneCmd(a, t, &cobra.Command{Use: use, Short: short, Example: example, Args: nargs}, "step test", call,
+		func(_ *target, v client.StepTest) error { return a.showStep(v, false) })
 }
 
 func (a *app) testShowCmd(t *envTarget) *cobra.Command {
 	return a.testOneCmd(t, "show <step-test-id>", "Show a step test (yours only)", "  bridge test show <step-test-id> --json | jq .output",
-		cobra.ExactArgs(1), func(ctx context.Context, tg *target, args []string, v *client.StepTest) error {
-			return tg.call(ctx, http.MethodGet, tg.env("/step-tests/"+url.PathEscape(args[0])), nil, nil, v)
+		cobra.ExactArgs(1), func(ctx context.Context, tg *target, args []string) (client.StepTest, error) {
+			return tg.api().StepTest(ctx, tg.e(), args[0])
 		})
 }
 
 func (a *app) testCancelCmd(t *envTarget) *cobra.Command {
 	return a.testOneCmd(t, "cancel <step-test-id>", "Cancel a step test (its run is cancelled)", "  bridge test cancel <step-test-id>",
-		cobra.ExactArgs(1), func(ctx context.Context, tg *target, args []string, v *client.StepTest) error {
-			return tg.call(ctx, http.MethodPost, tg.env("/step-tests/"+url.PathEscape(args[0])+"/cancel"), nil, nil, v)
+		cobra.ExactArgs(1), func(ctx context.Context, tg *target, args []string) (client.StepTest, error) {
+			return tg.api().CancelStepTest(ctx, tg.e(), args[0])
 		})
 }
 
@@ -315,9 +307,8 @@ func (a *app) testAnswerCmd(t *envTarget) *cobra.Command {
 	cmd := a.testOneCmd(t, "answer <step-test-id> <instance-key>", "Answer a pending item of a waiting step test",
 		"  bridge test answer <step-test-id> approve\n  bridge test answer <step-test-id> approve --confirm=false\n"+
 			"  bridge test answer <step-test-id> 'triage#call.1'\n  bridge test answer <step-test-id> triage --confirm=false",
-		cobra.ExactArgs(2), func(ctx context.Context, tg *target, args []string, v *client.StepTest) error {
-			return tg.call(ctx, http.MethodPost, tg.env("/step-tests/"+url.PathEscape(args[0])+"/answers"), nil,
-				client.StepTestAnswer{InstanceKey: args[1], Confirm: confirm}, v)
+		cobra.ExactArgs(2), func(ctx context.Context, tg *target, args []string) (client.StepTest, error) {
+			return tg.api().AnswerStepTest(ctx, tg.e(), args[0], client.StepTestAnswer{InstanceKey: args[1], Confirm: confirm})
 		})
 	cmd.Long = `Each item takes one answer. A person item is answered with the step's
 first decision (--confirm, the default) or its last (--confirm=false). An
@@ -360,8 +351,8 @@ with 'bridge test run' or open a signed URL with 'bridge test listen'.`,
 					return err
 				}
 			}
-			var ta client.TestActivation
-			if err := tg.call(ctx, http.MethodPost, tg.env("/test-activations"), nil, req, &ta); err != nil {
+			ta, err := tg.api().ActivateTest(ctx, tg.e(), req)
+			if err != nil {
 				return err
 			}
 			if asJSON {
@@ -403,8 +394,8 @@ func (a *app) testRunCmd(t *envTarget) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var run client.Run
-			if err := tg.call(ctx, http.MethodPost, tg.env("/test-activations/"+url.PathEscape(args[0])+"/runs"), nil, req, &run); err != nil {
+			run, err := tg.api().StartTestRun(ctx, tg.e(), args[0], req)
+			if err != nil {
 				return err
 			}
 			if asJSON {
@@ -437,8 +428,8 @@ trigger's, so its sender can sign test requests unchanged. Send one with
 			if err != nil {
 				return err
 			}
-			var l client.Listen
-			if err := tg.call(ctx, http.MethodPost, tg.env("/test-activations/"+url.PathEscape(args[0])+"/listen"), nil, req, &l); err != nil {
+			l, err := tg.api().Listen(ctx, tg.e(), args[0], req)
+			if err != nil {
 				return err
 			}
 			if asJSON {
@@ -473,9 +464,8 @@ func (a *app) testDeactivateCmd(t *envTarget) *cobra.Command {
 		Short:   "End a test activation now (its test runs stay readable)",
 		Example: "  bridge test deactivate <test-activation-id>",
 		Args:    cobra.ExactArgs(1),
-	}, "test activation", func(ctx context.Context, tg *target, args []string) (ta client.TestActivation, err error) {
-		err = tg.call(ctx, http.MethodDelete, tg.env("/test-activations/"+url.PathEscape(args[0])), nil, nil, &ta)
-		return ta, err
+	}, "test activation", func(ctx context.Context, tg *target, args []string) (client.TestActivation, error) {
+		return tg.api().DeactivateTest(ctx, tg.e(), args[0])
 	}, func(_ *target, ta client.TestActivation) error {
 		_, err := fmt.Fprintf(a.out, "Test activation %s %s\n", ta.ID, ta.Status)
 		return err

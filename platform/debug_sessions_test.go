@@ -226,6 +226,35 @@ func TestDebugSessionWaits(t *testing.T) {
 		t.Fatalf("%+v", s.View)
 	}
 
+	// A mocked call whose request violates its action's input schema
+	// fails the session (PF-VALIDATION): production would send it.
+	var loose struct {
+		OK       bool            `json:"ok"`
+		Artifact json.RawMessage `json:"artifact"`
+	}
+	h.must(200, h.post(pPath(h)+"/compiler/compile", op, catalog.CompileRequest{Format: "yaml", Source: `kind: workflow
+id: acme/loose
+version: 1
+input: {type: object}
+steps:
+  - id: greet
+    action: acme/greet@1
+    with: {name: =input.n}
+`}), &loose)
+	if !loose.OK {
+		t.Fatal("the loose workflow does not compile")
+	}
+	s = f.mustCreate(op, loose.Artifact, `{"n":7}`, `{"action:acme/greet@1":{"output":{"name":"Ada"}}}`)
+	f.mustCommand(op, &s, `{"continue":{}}`)
+	if s.View.Status != sim.StatusFailed || s.View.Diagnostics[0].Code != "PF-VALIDATION" || s.View.Diagnostics[0].NodeID != "greet" {
+		t.Fatalf("%+v", s.View)
+	}
+	s = f.mustCreate(op, loose.Artifact, `{"n":"Ada"}`, `{"action:acme/greet@1":{"output":{"name":"Ada"}}}`)
+	f.mustCommand(op, &s, `{"continue":{}}`)
+	if s.View.Status != sim.StatusSucceeded {
+		t.Fatalf("%+v", s.View)
+	}
+
 	// A missing mock fails the session.
 	s = f.mustCreate(op, f.flow, `{"name":"Ada"}`, `{}`)
 	f.mustCommand(op, &s, `{"continue":{}}`)

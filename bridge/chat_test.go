@@ -18,6 +18,7 @@ func (e *env) openai(tok string) openai.Client {
 }
 
 func TestChatCompletionWithOpenAIClient(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	is := is.New(t)
 	tok := e.token("ide", "read,submit")
@@ -51,6 +52,7 @@ func TestChatCompletionWithOpenAIClient(t *testing.T) {
 }
 
 func TestChatCompletionStreaming(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	is := is.New(t)
 	tok := e.token("ide", "read,submit")
@@ -78,6 +80,7 @@ func TestChatCompletionStreaming(t *testing.T) {
 }
 
 func TestChatErrors(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tok := e.token("ide", "read,submit", "default")
 	readOnly := e.token("viewer", "read")
@@ -122,6 +125,7 @@ func TestChatErrors(t *testing.T) {
 }
 
 func TestChatFailedAgentIsServerError(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tok := e.token("ide", "read,submit")
 	r := e.do("POST", "/v1/chat/completions", tok, `{"model":"bridge/claude","messages":[{"role":"user","content":"#crash"}]}`)
@@ -132,6 +136,7 @@ func TestChatFailedAgentIsServerError(t *testing.T) {
 }
 
 func TestChatDisconnectCancelsJob(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	is := is.New(t)
 	tok := e.token("ide", "read,submit")
@@ -155,6 +160,7 @@ func TestChatDisconnectCancelsJob(t *testing.T) {
 }
 
 func TestRevocationEndsChatWaiter(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	is := is.New(t)
 	tok := e.token("ide", "read,submit")
@@ -189,6 +195,7 @@ func waitChatJob(t *testing.T, e *env, tok, state string) string {
 }
 
 func TestModels(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	is := is.New(t)
 	tok := e.token("ide", "read", "default", "claude")

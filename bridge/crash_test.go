@@ -28,6 +28,7 @@ func TestMain(m *testing.M) { os.Exit(providertest.RunGuarded(m)) }
 // the next daemon on the same directory marks the first interrupted and runs
 // the second: nothing accepted is lost.
 func TestSIGKILLLosesNothing(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("SIGKILL")
 	}
@@ -64,6 +65,7 @@ func TestSIGKILLLosesNothing(t *testing.T) {
 }
 
 func TestCrashChild(t *testing.T) {
+	t.Parallel()
 	dir := os.Getenv("BRIDGE_CRASH_DIR")
 	if dir == "" {
 		t.Skip("helper process for TestSIGKILLLosesNothing")

@@ -9,6 +9,7 @@ import (
 
 // Unknown errors never leak their text.
 func TestWriteErrorMapping(t *testing.T) {
+	t.Parallel()
 	for name, tc := range map[string]struct {
 		err        error
 		status     int

@@ -15,6 +15,7 @@ import (
 )
 
 func TestEventsStreamAndResume(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	is := is.New(t)
 	tok := e.token("ide", "read,submit")
@@ -68,6 +69,7 @@ func TestEventsStreamAndResume(t *testing.T) {
 }
 
 func TestEventsExpiredCursor(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withCapacity(100))
 	is := is.New(t)
 	tok := e.token("ide", "read,submit")
@@ -88,6 +90,7 @@ func TestEventsExpiredCursor(t *testing.T) {
 }
 
 func TestEventsHeartbeat(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withBridge("  heartbeat: 50ms\n"))
 	is := is.New(t)
 	tok := e.token("ide", "read")
@@ -108,6 +111,7 @@ func TestEventsHeartbeat(t *testing.T) {
 }
 
 func TestEventsNeedReadScope(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tok := e.token("ide", "submit")
 	_, r := e.stream(tok)
@@ -119,6 +123,7 @@ func TestEventsNeedReadScope(t *testing.T) {
 // TestSlowConsumerBlocksNobody opens a stream that never reads while ~2,000
 // events flow: another stream still gets every event, and the jobs finish.
 func TestSlowConsumerBlocksNobody(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	is := is.New(t)
 	tok := e.token("ide", "read,submit")

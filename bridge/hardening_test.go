@@ -15,6 +15,7 @@ import (
 // TestStatusShowsOnlyOwnJobs: a client's /status counts its own jobs; the
 // owner's counts every client's.
 func TestStatusShowsOnlyOwnJobs(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	is := is.New(t)
 	a, b := e.token("a", "read,submit"), e.token("b", "read,submit")
@@ -92,6 +93,7 @@ func (e *env) chatAsync(tok, body string) <-chan resp {
 // and two Authorization headers are refused with a 4xx in the surface's
 // error shape, and change nothing.
 func TestStrictRequestParsing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	is := is.New(t)
 	tok := e.token("ide", "read,submit,control,workflows")
@@ -153,6 +155,7 @@ func TestStrictRequestParsing(t *testing.T) {
 // TestIdempotencyComparesCanonicalJSON: whitespace and key order do not
 // make a repeat a different request; a different value does.
 func TestIdempotencyComparesCanonicalJSON(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	is := is.New(t)
 	tok := e.token("ide", "read,submit")
@@ -183,6 +186,7 @@ func TestIdempotencyComparesCanonicalJSON(t *testing.T) {
 // TestLastEventIDAheadOfNewest: an id no event has had is refused, not
 // waited for in silence.
 func TestLastEventIDAheadOfNewest(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	is := is.New(t)
 	tok := e.token("ide", "read,submit")
@@ -206,6 +210,7 @@ func TestLastEventIDAheadOfNewest(t *testing.T) {
 // completion of a revoked client answers 401 token_revoked in OpenAI's
 // shape, not a non-standard status.
 func TestRevocationDuringCompletionAnswers401(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	is := is.New(t)
 	tok := e.token("ide", "read,submit")
@@ -226,6 +231,7 @@ func TestRevocationDuringCompletionAnswers401(t *testing.T) {
 // TestHeadAnswersLikeGet: every GET route answers HEAD with GET's status
 // and headers and no body; the OpenAPI document lists those HEADs.
 func TestHeadAnswersLikeGet(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	is := is.New(t)
 	tok := e.token("ide", "read,submit")
@@ -260,6 +266,7 @@ func TestHeadAnswersLikeGet(t *testing.T) {
 // the model; an unknown one, or one the token may not use, 404 in OpenAI's
 // error shape.
 func TestModelRetrieve(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	is := is.New(t)
 	tok := e.token("ide", "read", "default", "claude")
@@ -288,6 +295,7 @@ func TestModelRetrieve(t *testing.T) {
 // between chunks must not reach the official client as empty events (it
 // fails on them with "unexpected end of JSON input").
 func TestChatStreamHeartbeatsKeepOpenAIClientWorking(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withBridge("  heartbeat: 10ms\n"))
 	is := is.New(t)
 	oc := e.openai(e.token("ide", "read,submit"))

@@ -41,6 +41,7 @@ func remember(t *testing.T, s *Service, p Principal, k *idem, v any) {
 }
 
 func TestIdempotencyRecordsExpire(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	clock := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
 	s := retentionService(t, &clock, 24*time.Hour)
@@ -73,6 +74,7 @@ func TestIdempotencyRecordsExpire(t *testing.T) {
 }
 
 func TestPruneIdempotencyDeletesOnlyExpired(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	clock := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
 	s := retentionService(t, &clock, time.Hour)
@@ -105,6 +107,7 @@ func TestPruneIdempotencyDeletesOnlyExpired(t *testing.T) {
 }
 
 func TestIdempotencyResponseStoredPacked(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	clock := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
 	s := retentionService(t, &clock, time.Hour)
@@ -122,6 +125,7 @@ func TestIdempotencyResponseStoredPacked(t *testing.T) {
 }
 
 func TestIdempotencyRetentionBounds(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	for d, ok := range map[time.Duration]bool{
 		59 * time.Minute: false, time.Hour: true, 24 * time.Hour: true,

@@ -10,6 +10,7 @@ import (
 )
 
 func TestCreateJob(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	is := is.New(t)
 	tok := e.token("ide", "read,submit")
@@ -31,6 +32,7 @@ func TestCreateJob(t *testing.T) {
 }
 
 func TestCreateJobBounds(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tok := e.token("ide", "read,submit", "default")
 	long := strings.Repeat("é", 100_000) // characters, not bytes
@@ -94,6 +96,7 @@ func TestCreateJobBounds(t *testing.T) {
 }
 
 func TestCreateJobIdempotency(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	is := is.New(t)
 	tok := e.token("ide", "read,submit")
@@ -124,6 +127,7 @@ func TestCreateJobIdempotency(t *testing.T) {
 }
 
 func TestListJobsPaging(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	is := is.New(t)
 	tok := e.token("ide", "read,submit")
@@ -170,6 +174,7 @@ func TestListJobsPaging(t *testing.T) {
 }
 
 func TestPathValidation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tok := e.token("ide", "read,submit,control")
 	id := e.submit(tok, map[string]any{"prompt": "x"})
@@ -192,6 +197,7 @@ func TestPathValidation(t *testing.T) {
 }
 
 func TestToolsAndAudit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	is := is.New(t)
 	tok := e.token("ide", "read,submit")
@@ -271,6 +277,7 @@ func TestToolsAndAudit(t *testing.T) {
 }
 
 func TestAuditPayloadPagesStopNear4MB(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	is := is.New(t)
 	tok := e.token("ide", "read,submit")

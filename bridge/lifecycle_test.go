@@ -13,6 +13,7 @@ import (
 )
 
 func TestControlTransitions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withBridge("  max-concurrent-jobs: 1\n"))
 	is := is.New(t)
 	tok := e.token("ide", "read,submit,control")
@@ -73,6 +74,7 @@ func TestControlTransitions(t *testing.T) {
 }
 
 func TestPauseRunningJobKeepsConversation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	is := is.New(t)
 	tok := e.token("ide", "read,submit,control")
@@ -91,6 +93,7 @@ func TestPauseRunningJobKeepsConversation(t *testing.T) {
 }
 
 func TestMessagesContinueConversation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	is := is.New(t)
 	tok := e.token("ide", "read,submit")
@@ -129,6 +132,7 @@ func TestMessagesContinueConversation(t *testing.T) {
 }
 
 func TestAgentFailures(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withBridge("  inactivity-timeout: 400ms\n"))
 	tok := e.token("ide", "read,submit,control")
 	cases := []struct {
@@ -155,6 +159,7 @@ func TestAgentFailures(t *testing.T) {
 }
 
 func TestJobTimeoutKillsProcessGroup(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("process groups")
 	}
@@ -176,6 +181,7 @@ func TestJobTimeoutKillsProcessGroup(t *testing.T) {
 }
 
 func TestCancelKillsProcessGroup(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("process groups")
 	}
@@ -245,6 +251,7 @@ func itoa(n int) string {
 }
 
 func TestRestartKeepsQueuedAndInterruptsRunning(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withBridge("  max-concurrent-jobs: 1\n"))
 	is := is.New(t)
 	tok := e.token("ide", "read,submit,control")

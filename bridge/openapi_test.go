@@ -11,6 +11,7 @@ import (
 // lacks, or the reverse: every documented operation must answer something
 // other than the router's 404/405.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	is := is.New(t)
 	tok := e.token("ide", "read,submit,control,workflows")
@@ -61,6 +62,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 }
 
 func TestBridgeListenerRefusesForeignHostAndOrigin(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	is := is.New(t)
 	tok := e.token("ide", "read")

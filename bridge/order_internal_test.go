@@ -26,6 +26,7 @@ func openTestDB(t *testing.T, path string, migs []store.Migration) *store.DB {
 // jobs by queued_at; jobs queued milliseconds apart within one second
 // (…00Z, …00.001Z, …00.01Z, …00.1Z, …) must come out in queue order.
 func TestJobsQueuedInOneSecondStartInQueueOrder(t *testing.T) {
+	t.Parallel()
 	db := openTestDB(t, filepath.Join(t.TempDir(), "bridge.db"), Migrations())
 	defer db.Close()
 	profiles, err := buildProfiles(Config{Profiles: map[string]Profile{"default": {Provider: "echo"}}}, nil)
@@ -79,6 +80,7 @@ func TestJobsQueuedInOneSecondStartInQueueOrder(t *testing.T) {
 // 0102 (trailing zeros dropped) are rewritten, so old queued jobs keep
 // their order among new ones, and the API reads the same instants.
 func TestMigrationRewritesTimesToFixedWidth(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "bridge.db")
 	all := Migrations()
 	var before []store.Migration

@@ -50,6 +50,7 @@ func (e *env) auditKinds(tok, id string) map[string][]map[string]any {
 // env reach the CLI it picks, as an explicit profile's do; permissions
 // default per provider and follow the profile's settings.
 func TestAutoProfileHonoursCommandArgsEnv(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	e := newProfilesEnv(t, "", `    default: {provider: echo}
     auto: {provider: auto, command: {claude}, args: ["--model", "from-profile"], env: ["AB_PROFILE_ENV=auto-env"]}
@@ -116,6 +117,7 @@ func TestAutoDetectsAtJobStart(t *testing.T) {
 // rate-limited, fails the job with a specific code whose message says what
 // to do; the CLI's words are an error event, never the answer.
 func TestProviderLoginAndLimitErrors(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tok := e.token("ide", "read,submit")
 	for _, tc := range []struct{ profile, prompt, code, hint, said string }{
@@ -157,6 +159,7 @@ func TestProviderLoginAndLimitErrors(t *testing.T) {
 // the job fails once it has made no progress for bridge.stall-timeout, with
 // the agent's last error, instead of burning the whole job timeout.
 func TestOfflineCodexFailsAfterStallTimeout(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	e := newEnv(t, withBridge("  stall-timeout: 600ms\n"))
 	tok := e.token("ide", "read,submit")
@@ -175,6 +178,7 @@ func TestOfflineCodexFailsAfterStallTimeout(t *testing.T) {
 // TestBlankPromptRefused: a whitespace-only prompt, message or chat is
 // refused with 400 like an empty one, and creates nothing.
 func TestBlankPromptRefused(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	e := newEnv(t)
 	tok := e.token("ide", "read,submit")
@@ -200,6 +204,7 @@ func TestBlankPromptRefused(t *testing.T) {
 // under the tool call that started it, and only the main agent answers;
 // retries, permission denials and thinking tokens are recorded.
 func TestSubagentFramesKeptApart(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	e := newEnv(t)
 	tok := e.token("ide", "read,submit")
@@ -252,6 +257,7 @@ func TestSubagentFramesKeptApart(t *testing.T) {
 // agent's text only; the subagent's report stays in the audit log. (The
 // raw stream is read: the point is what the bridge sends.)
 func TestChatStreamsNoSubagentText(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	e := newEnv(t)
 	r := e.do("POST", "/v1/chat/completions", e.token("ide", "read,submit"), map[string]any{"model": "bridge/claude", "stream": true,
@@ -282,6 +288,7 @@ func TestChatStreamsNoSubagentText(t *testing.T) {
 // TestProfilePermissionsValidated: permission settings must be values the
 // CLI accepts, on a provider that has them.
 func TestProfilePermissionsValidated(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		p  bridge.Profile
 		ok bool
@@ -306,6 +313,7 @@ func TestProfilePermissionsValidated(t *testing.T) {
 // TestWorkflowAgentBlankPrompt: an agent step with nothing to say fails at
 // once, without a job the CLI would end without a result.
 func TestWorkflowAgentBlankPrompt(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	_, svc := newBridgeOnly(t, "")
 	res := runAgent(t, svc.WorkflowAgents(nil), agentTask("fake", " \n\t ", ""))

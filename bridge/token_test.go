@@ -11,6 +11,7 @@ import (
 )
 
 func TestMintTokenAPI(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	is := is.New(t)
 	r := e.do("POST", "/v1/bridge/admin/tokens", e.owner, map[string]any{"id": "ide", "scopes": []string{"submit", "read"}, "profiles": []string{"default"}})
@@ -31,6 +32,7 @@ func TestMintTokenAPI(t *testing.T) {
 }
 
 func TestMintTokenValidation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	client := e.token("plain", "read")
 	cases := []struct {
@@ -68,6 +70,7 @@ func TestMintTokenValidation(t *testing.T) {
 }
 
 func TestAuthentication(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tok := e.token("ide", "read")
 	cases := []struct {
@@ -103,6 +106,7 @@ func TestAuthentication(t *testing.T) {
 }
 
 func TestScopesAndProfiles(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	is := is.New(t)
 	reader := e.token("reader", "read")
@@ -132,6 +136,7 @@ func TestScopesAndProfiles(t *testing.T) {
 }
 
 func TestClientIsolation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	is := is.New(t)
 	a := e.token("alice", "read,submit,control")
@@ -156,6 +161,7 @@ func TestClientIsolation(t *testing.T) {
 }
 
 func TestRevocation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	is := is.New(t)
 	tok := e.token("ide", "read,submit")
@@ -191,6 +197,7 @@ func TestRevocation(t *testing.T) {
 // TestRevocationInDatabaseClosesStreams covers a revocation that does not go
 // through the running daemon's API (written straight to the database).
 func TestRevocationInDatabaseClosesStreams(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	is := is.New(t)
 	tok := e.token("ide", "read")

@@ -57,6 +57,7 @@ func goAgent(ctx context.Context, a *bridge.WorkflowAgents, task engine.AgentTas
 const categorySchema = `{"type":"object","required":["category"],"properties":{"category":{"type":"string"}}}`
 
 func TestWorkflowAgentAnswers(t *testing.T) {
+	t.Parallel()
 	e, svc := newBridgeOnly(t, "")
 	agents := svc.WorkflowAgents(nil)
 	cases := []struct {
@@ -141,6 +142,7 @@ func TestWorkflowAgentAnswers(t *testing.T) {
 }
 
 func TestWorkflowAgentFailures(t *testing.T) {
+	t.Parallel()
 	e, svc := newBridgeOnly(t, "")
 	platform := e.token(bridge.PlatformClient, "read")
 
@@ -237,6 +239,7 @@ func TestWorkflowAgentFailures(t *testing.T) {
 // running (not cancelled), then interrupted by the next start; its step
 // answers interrupted for the same attempt and retries it for a new one.
 func TestWorkflowAgentAcrossRestart(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	e, svc := newBridgeOnly(t, "")
 	platform := e.token(bridge.PlatformClient, "read")

@@ -21,6 +21,7 @@ import (
 // rules of the workflow-run routes against a daemon whose local project
 // has nothing published (the end-to-end runs are in package wire).
 func TestWorkflowRunRequestContract(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	is := is.New(t)
 	tok := e.token("ide", "read,workflows")
@@ -127,6 +128,7 @@ func newBridgeOnly(t *testing.T, extra string) (*env, *bridge.Service) {
 }
 
 func TestWorkflowRunsWithoutPlatform(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	e, _ := newBridgeOnly(t, "")
 	tok := e.token("ide", "read,workflows")

@@ -19,6 +19,7 @@ import (
 // an error; a server fault and a panic are errors; a panic answers 500 in
 // the route's error shape (bridge or OpenAI), not text/plain.
 func TestWrapLogsAndShapes(t *testing.T) {
+	t.Parallel()
 	tok, err := daemon.NewToken()
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ func testBreaker(window, minCalls int, rate float64, wait time.Duration) *breake
 }
 
 func TestBreakerOpensAtMinimumCalls(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	b := testBreaker(10, 4, 50, time.Minute)
 	now := time.Unix(0, 0)
@@ -31,6 +32,7 @@ func TestBreakerOpensAtMinimumCalls(t *testing.T) {
 }
 
 func TestBreakerRateBelowThresholdStaysClosed(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	b := testBreaker(10, 10, 50, time.Minute)
 	now := time.Unix(0, 0)
@@ -61,6 +63,7 @@ func TestBreakerRateBelowThresholdStaysClosed(t *testing.T) {
 }
 
 func TestBreakerSlowCallsCountAsFailures(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	b := testBreaker(4, 4, 50, time.Minute)
 	now := time.Unix(0, 0)
@@ -72,6 +75,7 @@ func TestBreakerSlowCallsCountAsFailures(t *testing.T) {
 }
 
 func TestBreakerHalfOpen(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	b := testBreaker(4, 2, 50, time.Second)
 	now := time.Unix(0, 0)
@@ -113,6 +117,7 @@ func TestBreakerHalfOpen(t *testing.T) {
 }
 
 func TestBreakerSettingsFromConfiguration(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	s := DefaultSettings()
 	bs := breakerSettingsFor(&s, nil)
@@ -133,6 +138,7 @@ func TestBreakerSettingsFromConfiguration(t *testing.T) {
 // (TestBreakerTripsDisable sent a third call when the write was slower than
 // the open wait).
 func TestBreakerLatchesAtDisableTrip(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	b := newBreaker(breakerSettings{window: 2, minCalls: 1, rate: 50, wait: 10 * time.Millisecond, trialCalls: 1, disableTrip: 2})
 	now := time.Unix(0, 0)

@@ -21,6 +21,7 @@ func decodeSettings(t *testing.T, yaml string, env map[string]string) (Settings,
 
 // TestDefaultsMatchSpec checks every row of callbacks/README.md's "Callback service defaults".
 func TestDefaultsMatchSpec(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	s, err := decodeSettings(t, "", nil)
 	is.NoErr(err)
@@ -47,6 +48,7 @@ func TestDefaultsMatchSpec(t *testing.T) {
 // TestEveryEnvironmentVariable sets each CALLBACK_* variable of the spec to a
 // non-default value and checks that it lands in its setting, over YAML.
 func TestEveryEnvironmentVariable(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		env, value string
 		get        func(Settings) any
@@ -109,6 +111,7 @@ platform:
 }
 
 func TestYAMLOverridesDefaults(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	s, err := decodeSettings(t, "platform:\n  callbacks:\n    retry:\n      max-attempts: 5\n", nil)
 	is.NoErr(err)
@@ -118,6 +121,7 @@ func TestYAMLOverridesDefaults(t *testing.T) {
 
 // TestSettingsBounds checks values on both sides of each bound.
 func TestSettingsBounds(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		env, value string
 		ok         bool

@@ -24,6 +24,7 @@ import (
 // that verifies it with the documented snippet; the execution is visible
 // through the filter endpoint.
 func TestDoneWhen(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	h := startHarness(&harness{t: t, dir: t.TempDir(), yaml: fastYAML, extraMigs: ingest.Migrations(),
 		mount: func(h *harness, r *httprouter.Router) func() {

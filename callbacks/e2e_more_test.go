@@ -19,6 +19,7 @@ import (
 // TestPendingRetriesSurviveRestart: a retry scheduled before a shutdown is
 // persisted and delivered by the next Service on the same database.
 func TestPendingRetriesSurviveRestart(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	h := newHarness(t, fastYAML, map[string]string{"CALLBACK_RETRY_INITIAL_DELAY": "300", "CALLBACK_RETRY_MAX_DELAY": "300"})
 	var healthy atomic.Bool
@@ -51,6 +52,7 @@ func TestPendingRetriesSurviveRestart(t *testing.T) {
 // TestAttemptInterruptedByShutdownIsRedelivered: an attempt cut off by
 // Close is not recorded as failed; its PENDING row is delivered after restart.
 func TestAttemptInterruptedByShutdownIsRedelivered(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	h := newHarness(t, fastYAML, nil)
 	release := make(chan struct{})
@@ -81,6 +83,7 @@ func TestAttemptInterruptedByShutdownIsRedelivered(t *testing.T) {
 // TestSlowEndpointDoesNotDelayHealthyOne: a configuration whose endpoint
 // hangs occupies only its own lane.
 func TestSlowEndpointDoesNotDelayHealthyOne(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	h := newHarness(t, fastYAML, map[string]string{"CALLBACK_DISPATCHER_THREADS": "4"})
 	unblock := make(chan struct{})
@@ -113,6 +116,7 @@ func TestSlowEndpointDoesNotDelayHealthyOne(t *testing.T) {
 // TestSubscriptionChangesApplyWithoutRestart: creating, deactivating and
 // changing a subscription takes effect at once.
 func TestSubscriptionChangesApplyWithoutRestart(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	h := newHarness(t, fastYAML, nil)
 	rc := newReceiver(t, nil)
@@ -146,6 +150,7 @@ func TestSubscriptionChangesApplyWithoutRestart(t *testing.T) {
 // TestSharedGroupSubscriptionsSeeEveryMessage: two subscriptions of the
 // default group on one topic each get their events (one consumer per group).
 func TestSharedGroupSubscriptionsSeeEveryMessage(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, fastYAML, nil)
 	rc := newReceiver(t, nil)
 	h.authorize("127.0.0.1")
@@ -161,6 +166,7 @@ func TestSharedGroupSubscriptionsSeeEveryMessage(t *testing.T) {
 // TestEnvelopeFieldsAndDuplicates: the type and id may come from a JSON
 // envelope; a message consumed twice is delivered once.
 func TestEnvelopeFieldsAndDuplicates(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	h := newHarness(t, fastYAML, nil)
 	rc := newReceiver(t, nil)
@@ -179,6 +185,7 @@ func TestEnvelopeFieldsAndDuplicates(t *testing.T) {
 
 // TestManualRetryAndReplay covers POST /callback-executions/retry and /replay.
 func TestManualRetryAndReplay(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	h := newHarness(t, fastYAML, map[string]string{"CALLBACK_RETRY_MAX_ATTEMPTS": "1"})
 	var healthy atomic.Bool
@@ -250,6 +257,7 @@ func TestManualRetryAndReplay(t *testing.T) {
 // TestDomainRemovalStopsDeliveries: removing a domain cancels what is
 // waiting for it and stops new deliveries.
 func TestDomainRemovalStopsDeliveries(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	// The retry waits 3s: long enough that the domain is removed while it is
 	// still pending, even on a loaded machine.
@@ -274,6 +282,7 @@ func TestDomainRemovalStopsDeliveries(t *testing.T) {
 // as its reference libraries verify, and a rotated secret keeps signing
 // next to the new one during the grace period.
 func TestStandardWebhooksAndRotation(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	h := newHarness(t, fastYAML+`
     signature:

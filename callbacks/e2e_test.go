@@ -22,6 +22,7 @@ const testSecret = "s3cr3t-value-for-tests-0123456789"
 // local receiver with the documented snippet; the execution is visible
 // through the filter endpoint.
 func TestEndToEndSignedDelivery(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	h := newHarness(t, fastYAML, nil)
 	verified := make(chan error, 1)
@@ -93,6 +94,7 @@ func withVerify(next http.Handler, out chan<- error) http.Handler {
 // attempt, with growing delays, and the delivery ends FAILED_PERMANENT with
 // each attempt recorded.
 func TestFailuresRetryThenFailPermanent(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	h := newHarness(t, fastYAML, map[string]string{
 		"CALLBACK_RETRY_MAX_ATTEMPTS":  "4",
@@ -138,6 +140,7 @@ func TestFailuresRetryThenFailPermanent(t *testing.T) {
 // TestNonRetryableAndGone: a 4xx other than 408/425/429 fails at once; 410
 // disables the configuration and publishes an operational event.
 func TestNonRetryableAndGone(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	h := newHarness(t, fastYAML, nil)
 	var status atomic.Int32
@@ -187,6 +190,7 @@ func TestNonRetryableAndGone(t *testing.T) {
 // TestRedirectsNotFollowed: a 3xx is recorded as REDIRECT_NOT_FOLLOWED and
 // the target never sees the delivery.
 func TestRedirectsNotFollowed(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	h := newHarness(t, fastYAML, nil)
 	target := newReceiver(t, nil)
@@ -212,6 +216,7 @@ func TestRedirectsNotFollowed(t *testing.T) {
 // authorized host is followed (without the signature when the host changes)
 // and a hop to an unauthorized one is refused.
 func TestFollowRedirectsChecksEachHop(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	h := newHarness(t, fastYAML, map[string]string{"CALLBACK_FOLLOW_REDIRECTS": "true"})
 	target := newReceiver(t, nil)
@@ -240,6 +245,7 @@ func TestFollowRedirectsChecksEachHop(t *testing.T) {
 // TestSSRFRefusedAtDialTime: by default a loopback address is refused when
 // connecting, including through a DNS name (localhost) that resolves to it.
 func TestSSRFRefusedAtDialTime(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	h := newHarness(t, "", nil) // defaults: loopback not allowed
 	rc := newReceiver(t, nil)
@@ -267,6 +273,7 @@ func TestSSRFRefusedAtDialTime(t *testing.T) {
 // fail, deliveries are held (not failed) while the breaker is open; once it
 // half-opens and the trial calls succeed, held deliveries go out.
 func TestCircuitBreakerHoldsThenHalfOpens(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	h := newHarness(t, fastYAML, map[string]string{
 		"CALLBACK_CB_WINDOW_SIZE":     "10",
@@ -309,6 +316,7 @@ func TestCircuitBreakerHoldsThenHalfOpens(t *testing.T) {
 // TestBreakerTripsDisable: a breaker that keeps reopening disables the
 // configuration and its held deliveries are cancelled.
 func TestBreakerTripsDisable(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	h := newHarness(t, fastYAML+`
     circuit-breaker:

@@ -14,6 +14,7 @@ import (
 )
 
 func TestParseEvent(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	id := uuid.NewString()
 	msg := func(h map[string]string, v string) broker.Message {
@@ -60,6 +61,7 @@ func TestParseEvent(t *testing.T) {
 }
 
 func TestMatchType(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		pattern, typ string
 		want         bool
@@ -74,6 +76,7 @@ func TestMatchType(t *testing.T) {
 }
 
 func TestDomainAuthorizes(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	d := AuthorizedDomain{Domain: "example.com"}
 	is.True(d.authorizes("example.com"))
@@ -90,6 +93,7 @@ func TestDomainAuthorizes(t *testing.T) {
 // binary mode) take the provider's event type and ingestion's event id;
 // dead letters are skipped; compressed values are decoded.
 func TestIngestedWebhookEnvelope(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	id := uuid.NewString()
 	base := map[string]string{"ce_id": id, "ce_type": "dev.agentbridge.webhook.received", "ce_provider": "github",

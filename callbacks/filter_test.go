@@ -14,6 +14,7 @@ import (
 // TestPagingWithPagesAndCursors pages 23 domains in every mode and checks
 // that each item is seen exactly once, in order.
 func TestPagingWithPagesAndCursors(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	h := newHarness(t, fastYAML, nil)
 	var want []string
@@ -83,6 +84,7 @@ func TestPagingWithPagesAndCursors(t *testing.T) {
 }
 
 func TestFilterBounds(t *testing.T) {
+	t.Parallel()
 	c := func(req FilterRequest) error {
 		_, err := domainResource.compile(req, httpx.NewCursors([]byte("0123456789abcdef0123456789abcdef")))
 		return err
@@ -135,6 +137,7 @@ func TestFilterBounds(t *testing.T) {
 // TestFilterOperators checks each operator's SQL against real rows,
 // including LIKE metacharacters taken literally.
 func TestFilterOperators(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, fastYAML, nil)
 	for _, d := range []string{"a-1.example.com", "b-2.example.com", "c-3.test"} {
 		h.authorize(d)
@@ -169,6 +172,7 @@ func TestFilterOperators(t *testing.T) {
 // continues the same listing after it (issue 20, item 18); with other
 // filters, or tampered, it answers 400 CB-BAD-REQUEST.
 func TestCursorSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	h := newHarness(t, fastYAML, nil)
 	for i := 0; i < 5; i++ {

@@ -14,6 +14,7 @@ import (
 // (duplicate keys, invalid UTF-8, lone surrogates) and two Authorization
 // headers answer 400 problem+json and change nothing (issue 20, item 7).
 func TestStrictRequestParsing(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	h := newHarness(t, fastYAML, nil)
 	for _, body := range []string{
@@ -55,6 +56,7 @@ func TestStrictRequestParsing(t *testing.T) {
 // TestClientErrorsAreNotLoggedAsErrors: a run of bad requests writes no
 // ERROR line; a server failure does (issue 20, item 16).
 func TestClientErrorsAreNotLoggedAsErrors(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	var buf safeBuffer
 	h := startHarness(&harness{t: t, dir: t.TempDir(), yaml: fastYAML,
@@ -115,6 +117,7 @@ func TestClientErrorsAreNotLoggedAsErrors(t *testing.T) {
 // TestTypeErrorNamesTheElement: a wrong value inside an array is named by
 // its own path in the diagnostics (issue 20, item 16).
 func TestTypeErrorNamesTheElement(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	h := newHarness(t, fastYAML, nil)
 	p := h.problem(400, "POST", pathConfigs, `{"name":"n","url":"https://a.example.com","subscribedEventTypes":["a",1]}`)
@@ -127,6 +130,7 @@ func TestTypeErrorNamesTheElement(t *testing.T) {
 // TestUnknownFieldNamesItsPath: a nested unknown property is named by its
 // path in the diagnostics.
 func TestUnknownFieldNamesItsPath(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	h := newHarness(t, fastYAML, nil)
 	p := h.problem(400, "POST", pathDomains+"/filter", `{"filters":[{"field":"domain","operator":"eq","value":"x","bogus":1}]}`)

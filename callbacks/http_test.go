@@ -39,6 +39,7 @@ func (h *harness) problem(want int, method, path string, body any) problem {
 
 // TestEveryProtectedRouteNeedsTheOwnerToken walks the route table.
 func TestEveryProtectedRouteNeedsTheOwnerToken(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, fastYAML, nil)
 	for _, rt := range h.svc.routes() {
 		path := strings.Replace(rt.Path, "{id}", uuid.NewString(), 1)
@@ -64,6 +65,7 @@ func TestEveryProtectedRouteNeedsTheOwnerToken(t *testing.T) {
 }
 
 func TestDomainsAPI(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	h := newHarness(t, fastYAML, nil)
 	var d AuthorizedDomain
@@ -153,6 +155,7 @@ func TestDomainsAPI(t *testing.T) {
 }
 
 func TestConfigurationsAPI(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	h := newHarness(t, fastYAML, nil)
 	base := map[string]any{"name": "n", "url": "https://hooks.example.com/in", "subscribedEventTypes": []string{"a"}}
@@ -273,6 +276,7 @@ func TestConfigurationsAPI(t *testing.T) {
 }
 
 func TestSubscriptionsAPI(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	h := newHarness(t, fastYAML, nil)
 	var s EventSubscription
@@ -324,6 +328,7 @@ func TestSubscriptionsAPI(t *testing.T) {
 }
 
 func TestExecutionsAPIErrors(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, fastYAML, nil)
 	h.problem(404, "GET", pathExecutions+"/"+uuid.NewString(), nil)
 	h.problem(404, "GET", pathExecutions+"/x", nil)

@@ -10,6 +10,7 @@ import (
 // CALLBACK_LISTENER_GROUP_ID are what a subscription without topic or group
 // consumes with.
 func TestListenerDefaultsHonoured(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	h := newHarness(t, fastYAML, map[string]string{
 		"CALLBACK_LISTENER_TOPICS":   "orders.*, audit",

@@ -39,6 +39,7 @@ func fetchDoc(t *testing.T, h *harness) map[string]any {
 // TestOpenAPIMatchesRoutes: every documented operation is routed, and every
 // registered API route is documented.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	h := newHarness(t, fastYAML, nil)
 	doc := fetchDoc(t, h)
@@ -94,6 +95,7 @@ func (r *recordingRouter) Handle(method, path string, _ httprouter.Handle) {
 // against the document's (closed) schemas, so the document cannot miss or
 // invent a field.
 func TestResponsesMatchTheirSchemas(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	h := newHarness(t, fastYAML, nil)
 	raw, err := json.Marshal(fetchDoc(t, h))
@@ -167,6 +169,7 @@ func TestResponsesMatchTheirSchemas(t *testing.T) {
 // Swagger UI (httpx/docsui, tested there) offering this service's document
 // first; its page and assets are public and carry the UI's CSP.
 func TestSwaggerUIServesThisDocumentFirst(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	h := newHarness(t, fastYAML, nil)
 	resp, err := http.Get(h.srv.URL + pathSwaggerUI)

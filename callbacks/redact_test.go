@@ -13,6 +13,7 @@ import (
 // TestSecretsAreRedacted: a configuration's secret cannot leak through
 // fmt, slog or JSON even if one is printed by mistake.
 func TestSecretsAreRedacted(t *testing.T) {
+	t.Parallel()
 	c := Configuration{ID: "x", secret: secret(testSecret), prevSecret: secret(testSecret)}
 	var buf bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&buf, nil))
@@ -32,6 +33,7 @@ func TestSecretsAreRedacted(t *testing.T) {
 // TestSecretsNeverLogged runs a signed delivery with a debug logger and
 // checks the whole log.
 func TestSecretsNeverLogged(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	var buf safeBuffer
 	h := startHarness(&harness{t: t, dir: t.TempDir(), yaml: fastYAML,

@@ -15,6 +15,7 @@ import (
 // TestRetentionPrunes: finished executions older than the cutoff go, and so
 // do events no execution refers to; open attempts and their events stay.
 func TestRetentionPrunes(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	h := newHarness(t, fastYAML, map[string]string{"CALLBACK_RETRY_INITIAL_DELAY": "60000", "CALLBACK_RETRY_MAX_DELAY": "60000"})
 	var fail atomic.Bool

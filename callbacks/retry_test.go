@@ -9,6 +9,7 @@ import (
 // TestBackoff: jitter only lengthens the wait: after attempt n the delay is
 // drawn from [d, min(1.5·d, max-delay)], never below d (issue 20, item 14).
 func TestBackoff(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	lo, mid, hi := func() float64 { return 0 }, func() float64 { return 0.5 }, func() float64 { return 0.999999 }
 	sec := time.Second
@@ -34,6 +35,7 @@ func TestBackoff(t *testing.T) {
 // attempt and retry.max-attempts counts attempts in all; the first retry is
 // scheduled no sooner than retryDelayMs (issue 20, item 14).
 func TestRetryCountsAndDelay(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	h := newHarness(t, fastYAML, map[string]string{"CALLBACK_RETRY_MAX_ATTEMPTS": "2", "CALLBACK_RETRY_MAX_DELAY": "1000"})
 	h.svc.rnd = func() float64 { return 0.5 } // before any event: the dispatcher reads it later
@@ -69,6 +71,7 @@ func TestRetryCountsAndDelay(t *testing.T) {
 }
 
 func TestRetryAfter(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	now := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 	h := func(v string) http.Header { return http.Header{"Retry-After": {v}} }
@@ -97,6 +100,7 @@ func TestRetryAfter(t *testing.T) {
 }
 
 func TestTransientStatuses(t *testing.T) {
+	t.Parallel()
 	for code, want := range map[int]bool{408: true, 425: true, 429: true, 500: true, 502: true, 503: true, 599: true,
 		400: false, 401: false, 404: false, 409: false, 410: false, 422: false, 301: false} {
 		if transientStatus(code) != want {
@@ -108,6 +112,7 @@ func TestTransientStatuses(t *testing.T) {
 // TestRetryAfterHonoured: a 429 with Retry-After delays the next attempt
 // beyond the backoff, within max-delay.
 func TestRetryAfterHonoured(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	h := newHarness(t, fastYAML, map[string]string{"CALLBACK_RETRY_MAX_DELAY": "1500"})
 	rc := newReceiver(t, func(n int, _ *http.Request) (int, http.Header, string) {
@@ -132,6 +137,7 @@ func TestRetryAfterHonoured(t *testing.T) {
 // TestTimeoutsAreRetried: CALLBACK_DEFAULT_TIMEOUT bounds an attempt, and a
 // configuration's timeoutMs overrides it.
 func TestTimeoutsAreRetried(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	h := newHarness(t, fastYAML, map[string]string{"CALLBACK_DEFAULT_TIMEOUT": "50", "CALLBACK_RETRY_MAX_ATTEMPTS": "2"})
 	rc := newReceiver(t, func(n int, r *http.Request) (int, http.Header, string) {

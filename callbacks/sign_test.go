@@ -21,6 +21,7 @@ import (
 // TestStandardWebhooksVector reproduces the signature published with the
 // Standard Webhooks reference libraries: what they verify, we produce.
 func TestStandardWebhooksVector(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	sec := secret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 	is.Equal(checkSecret(SchemeStandardWebhooks, string(sec)), "")
@@ -30,6 +31,7 @@ func TestStandardWebhooksVector(t *testing.T) {
 }
 
 func TestPlatformSignatureVerifies(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	now := time.Unix(1_700_000_000, 0)
 	body := []byte(`{"a":1}`)
@@ -61,6 +63,7 @@ func TestPlatformSignatureVerifies(t *testing.T) {
 // verify/verify.go verbatim (which the end-to-end test runs), and the shell
 // snippet is executed against a real signature.
 func TestReadmeSnippetsAreTheTestedCode(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	readme, err := os.ReadFile("README.md")
 	is.NoErr(err)
@@ -105,6 +108,7 @@ func snippet(t *testing.T, doc, lang, name string) string {
 }
 
 func TestSignatureHeaderNames(t *testing.T) {
+	t.Parallel()
 	for name, ok := range map[string]bool{
 		"X-Platform-Signature": true, "X-Acme-Sig": true, "": false, "Has Space": false, "Content-Type": false,
 		"content-length": false, "webhook-signature": false, "X-Platform-Event-Id": false, "Ünicode": false,
@@ -120,6 +124,7 @@ func TestSignatureHeaderNames(t *testing.T) {
 // CALLBACK_SIGNATURE_ALGORITHM change what receivers get; a configuration's
 // signatureHeader overrides the service-wide name.
 func TestSignatureSettingsHonoured(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	h := newHarness(t, fastYAML, map[string]string{
 		"CALLBACK_SIGNATURE_HEADER":    "X-Acme-Signature",
@@ -152,6 +157,7 @@ func TestSignatureSettingsHonoured(t *testing.T) {
 }
 
 func TestSigningSkippedWithoutSignature(t *testing.T) {
+	t.Parallel()
 	is := newIs(t)
 	s := DefaultSettings()
 	h := http.Header{}

@@ -7,6 +7,7 @@ import (
 )
 
 func TestSSRFPolicy(t *testing.T) {
+	t.Parallel()
 	def := newSSRFPolicy(&Settings{})
 	loop := &ssrfPolicy{allowLoopback: true}
 	priv := &ssrfPolicy{allowPrivate: true}
@@ -71,6 +72,7 @@ func TestSSRFPolicy(t *testing.T) {
 // metadata address does not open it (issue 20, item 6); an entry naming the
 // address exactly does.
 func TestSSRFMetadataNeedsExactEntry(t *testing.T) {
+	t.Parallel()
 	policy := func(loopbackAndPrivate bool, cidrs ...string) *ssrfPolicy {
 		var s Settings
 		s.SSRF.AllowLoopback, s.SSRF.AllowPrivate, s.SSRF.AllowedCIDRs = loopbackAndPrivate, loopbackAndPrivate, cidrs

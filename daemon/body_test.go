@@ -82,6 +82,7 @@ func startProbe(t *testing.T) *daemon.Daemon {
 // listen.body-read-timeout on both listeners: the handler's read fails, the
 // client gets its answer and the connection is closed.
 func TestSlowBodyIsCut(t *testing.T) {
+	t.Parallel()
 	d := startProbe(t)
 	for _, base := range []string{d.State().BridgeURL, d.State().ServicesURL} {
 		for _, drip := range []bool{false, true} {
@@ -128,6 +129,7 @@ func TestSlowBodyIsCut(t *testing.T) {
 // The deadline bounds reading the body only: a handler that streams after
 // reading its body, or a stream without a body (SSE), outlives it.
 func TestBodyDeadlineSparesStreams(t *testing.T) {
+	t.Parallel()
 	d := startProbe(t)
 	for _, method := range []string{http.MethodPost, http.MethodGet} {
 		t.Run(method, func(t *testing.T) {

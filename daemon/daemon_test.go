@@ -60,6 +60,7 @@ func get(t *testing.T, url string, hdr map[string]string) (int, string) {
 }
 
 func TestStartServesHealthAndWritesFiles(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	dir := t.TempDir()
 	d := start(t, dir)
@@ -94,6 +95,7 @@ func TestStartServesHealthAndWritesFiles(t *testing.T) {
 }
 
 func TestOwnerTokenNeverOverwritten(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	dir := t.TempDir()
 	d := start(t, dir)
@@ -106,6 +108,7 @@ func TestOwnerTokenNeverOverwritten(t *testing.T) {
 }
 
 func TestHostAndOriginGuard(t *testing.T) {
+	t.Parallel()
 	d := start(t, t.TempDir())
 	st := d.State()
 	_, port, _ := net.SplitHostPort(st.ServicesAddr)
@@ -139,6 +142,7 @@ func TestHostAndOriginGuard(t *testing.T) {
 }
 
 func TestConfiguredTunnelHostAllowed(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	c := testConfig()
 	c.Listen.AllowedHosts = []string{"tunnel.example.com"}
@@ -151,6 +155,7 @@ func TestConfiguredTunnelHostAllowed(t *testing.T) {
 }
 
 func TestUnknownRouteIsProblem(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	d := start(t, t.TempDir())
 	req, _ := http.NewRequest(http.MethodGet, d.State().ServicesURL+"/nope", nil)
@@ -166,6 +171,7 @@ func TestUnknownRouteIsProblem(t *testing.T) {
 }
 
 func TestSecondDaemonFailsFast(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	dir := t.TempDir()
 	d := start(t, dir)
@@ -182,6 +188,7 @@ func TestSecondDaemonFailsFast(t *testing.T) {
 }
 
 func TestOccupiedPort(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	is.NoErr(err)
@@ -199,6 +206,7 @@ func TestOccupiedPort(t *testing.T) {
 }
 
 func TestNonLoopbackRefused(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	c := testConfig()
 	c.Listen.ServicesHost = "0.0.0.0"
@@ -208,6 +216,7 @@ func TestNonLoopbackRefused(t *testing.T) {
 }
 
 func TestUnwritableDataDir(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	file := filepath.Join(t.TempDir(), "file")
 	is.NoErr(os.WriteFile(file, nil, 0o600))
@@ -217,6 +226,7 @@ func TestUnwritableDataDir(t *testing.T) {
 }
 
 func TestCorruptStores(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{daemon.EventsFile, daemon.DatabaseFile} {
 		t.Run(name, func(t *testing.T) {
 			is := is.New(t)
@@ -235,6 +245,7 @@ func TestCorruptStores(t *testing.T) {
 // TestRestartAfterSIGKILL runs a daemon in a child process, commits a row,
 // kills the child with SIGKILL and starts again on the same directory.
 func TestRestartAfterSIGKILL(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("SIGKILL semantics")
 	}
@@ -263,6 +274,7 @@ func TestRestartAfterSIGKILL(t *testing.T) {
 }
 
 func TestChildDaemon(t *testing.T) {
+	t.Parallel()
 	dir := os.Getenv("BRIDGE_TEST_CHILD_DIR")
 	if dir == "" {
 		t.Skip("helper process for TestRestartAfterSIGKILL")
@@ -291,6 +303,7 @@ func TestChildDaemon(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		mod  func(*daemon.Config)
@@ -335,6 +348,7 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestTokenShape(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	tok, err := daemon.NewToken()
 	is.NoErr(err)
@@ -352,6 +366,7 @@ func TestTokenShape(t *testing.T) {
 // X-Request-ID and X-Platform-Request-ID (never the client's); the health
 // probes, platform routes, carry the platform wire version.
 func TestServicesRequestIDs(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	d := start(t, t.TempDir())
 	for _, host := range []string{"", "evil.example"} {

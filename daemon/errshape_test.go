@@ -62,6 +62,7 @@ func checkShape(t *testing.T, resp *http.Response, services bool, status int, co
 
 // Issue 20, item 16: a handler's panic answers 500 in the listener's shape.
 func TestPanicAnswersInListenerShape(t *testing.T) {
+	t.Parallel()
 	d := startProbe(t)
 	for _, l := range []struct {
 		url      string
@@ -100,6 +101,7 @@ func rawRequest(t *testing.T, base, raw string) *http.Response {
 // headers over 64 KiB, 400 for a malformed request or a missing Host, 505
 // for an unsupported version) comes in the listener's shape too.
 func TestServerErrorsInListenerShape(t *testing.T) {
+	t.Parallel()
 	d := startProbe(t)
 	for _, l := range []struct {
 		url      string
@@ -127,6 +129,7 @@ func TestServerErrorsInListenerShape(t *testing.T) {
 }
 
 func TestBearerTokenRefusesTwoHeaders(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	r, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1/", nil)
 	r.Header.Add("Authorization", "Bearer a")

@@ -19,6 +19,7 @@ import (
 // when the daemon starts (events.compact-min-free-mib), and the broker's
 // messages and offsets survive the compaction.
 func TestServeCompactsEventsFile(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	dir := t.TempDir()
 	d := start(t, dir)

@@ -21,6 +21,7 @@ const crashEnv = "FACTORY_CRASH_CHILD_DIR"
 // TestCrashChild is the child of TestSIGKILLNeedsReconciliation: it starts a
 // build run whose agent hangs, then waits to be killed.
 func TestCrashChild(t *testing.T) {
+	t.Parallel()
 	dir := os.Getenv(crashEnv)
 	if dir == "" {
 		t.Skip("helper process of TestSIGKILLNeedsReconciliation")
@@ -35,6 +36,7 @@ func TestCrashChild(t *testing.T) {
 // needs_reconciliation, nothing is reported as accepted source, and the
 // operator resolves it explicitly.
 func TestSIGKILLNeedsReconciliation(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	dir := t.TempDir()
 	repo := gitRepo(t, map[string]string{"README": "x\n"})
@@ -98,6 +100,7 @@ func TestSIGKILLNeedsReconciliation(t *testing.T) {
 // The workspace shares no file with the user's repository: its objects are
 // copies (a hard link would let a write in the workspace reach the source).
 func TestWorkspaceSharesNoFileWithSource(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, "")
 	repo := gitRepo(t, map[string]string{"README": "x\n"})

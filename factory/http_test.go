@@ -87,6 +87,7 @@ func (c *apiClient) problem(method, path, body string, hdr ...string) (int, prob
 }
 
 func TestHTTPRunLifecycle(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, "")
 	c := h.server(t)
@@ -183,6 +184,7 @@ func TestHTTPRunLifecycle(t *testing.T) {
 }
 
 func TestHTTPErrors(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "")
 	c := h.server(t)
 	repo := gitRepo(t, map[string]string{"README": "x\n"})
@@ -247,6 +249,7 @@ func TestHTTPErrors(t *testing.T) {
 
 // The OpenAPI document describes exactly the routes served, and is public.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, "")
 	c := h.server(t)

@@ -33,6 +33,7 @@ func buildChain(n int) ([]Entry, int, string) {
 }
 
 func TestJournalChainValid(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	for _, n := range []int{0, 1, 2, 7} {
 		entries, count, head := buildChain(n)
@@ -44,6 +45,7 @@ func TestJournalChainValid(t *testing.T) {
 }
 
 func TestJournalDetectsTampering(t *testing.T) {
+	t.Parallel()
 	tamper := map[string]func(e []Entry) []Entry{
 		"edit data": func(e []Entry) []Entry { e[2].Data = json.RawMessage(`{"i":99}`); return e },
 		"edit kind": func(e []Entry) []Entry { e[1].Kind = KindIntent; return e },
@@ -107,6 +109,7 @@ func prevOf(e []Entry, i int) *Entry {
 }
 
 func TestOpenIntents(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	e := []Entry{
 		{Seq: 1, Kind: KindIntent}, {Seq: 2, Kind: KindReceipt, Ref: 1},

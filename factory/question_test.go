@@ -13,6 +13,7 @@ import (
 // A worker's question pauses the run (no slot held) until it is answered
 // and explicitly resumed; the answer reaches the agent.
 func TestWorkerQuestionAnsweredAndResumed(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, "")
 	ctx := context.Background()
@@ -55,6 +56,7 @@ func TestWorkerQuestionAnsweredAndResumed(t *testing.T) {
 }
 
 func TestPausedRunCanBeCancelled(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, "")
 	repo := gitRepo(t, map[string]string{"README": "x\n"})

@@ -39,6 +39,7 @@ func rateLimitHarness(t *testing.T, backoff string) *harness {
 }
 
 func TestRateLimitRetriedThenPasses(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := rateLimitHarness(t, "20ms")
 	repo := gitRepo(t, map[string]string{"README": "x\n"})
@@ -65,6 +66,7 @@ func TestRateLimitRetriedThenPasses(t *testing.T) {
 }
 
 func TestRateLimitRetriesExhausted(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := rateLimitHarness(t, "20ms")
 	repo := gitRepo(t, map[string]string{"README": "x\n"})
@@ -77,6 +79,7 @@ func TestRateLimitRetriesExhausted(t *testing.T) {
 }
 
 func TestQuotaStopsForOperator(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := rateLimitHarness(t, "20ms")
 	repo := gitRepo(t, map[string]string{"README": "x\n"})
@@ -88,6 +91,7 @@ func TestQuotaStopsForOperator(t *testing.T) {
 
 // A task paused by a rate limit shows its retry time and can be cancelled.
 func TestPausedRunCancelled(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := rateLimitHarness(t, "1h")
 	repo := gitRepo(t, map[string]string{"README": "x\n"})

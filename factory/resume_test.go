@@ -16,6 +16,7 @@ const fixerProfile = "    fixer:\n      provider: command\n      command: sh\n  
 // A run interrupted by a shutdown resumes in the same workspace after the
 // restart, with its unfinished tasks in a new plan revision.
 func TestResumeAfterShutdown(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, "")
 	repo := gitRepo(t, map[string]string{"README": "x\n"})
@@ -60,6 +61,7 @@ func TestResumeAfterShutdown(t *testing.T) {
 // A handoff gives a failed run's unfinished work to another provider
 // configuration, keeping source, policy, checks and evidence.
 func TestHandoffToAnotherProfile(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, fixerProfile)
 	repo := gitRepo(t, map[string]string{"README": "x\n"})
@@ -87,6 +89,7 @@ func TestHandoffToAnotherProfile(t *testing.T) {
 }
 
 func TestResumeRefusals(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, "")
 	repo := gitRepo(t, map[string]string{"README": "x\n"})

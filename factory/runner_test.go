@@ -20,6 +20,7 @@ func ptrInt(n int) *int { return &n }
 // the fake agent adds a function and its test, the checkpoint is a real
 // commit, and the diff and changes.zip hold the change.
 func TestBuildRunPassesDetectedGoChecks(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, "")
 	repo := gitRepo(t, map[string]string{
@@ -89,6 +90,7 @@ func TestBuildRunPassesDetectedGoChecks(t *testing.T) {
 }
 
 func TestRepairThenPass(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, "")
 	repo := gitRepo(t, map[string]string{"README": "x\n", ".factory.yaml": checksYAML("test -f feature.txt", "test -f fixed.txt")})
@@ -111,6 +113,7 @@ func TestRepairThenPass(t *testing.T) {
 }
 
 func TestRepairsExhaustedFails(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, "factory:\n  repair-attempts: 1\n")
 	repo := gitRepo(t, map[string]string{"README": "x\n", ".factory.yaml": checksYAML("test -f fixed.txt")})
@@ -128,6 +131,7 @@ func TestRepairsExhaustedFails(t *testing.T) {
 }
 
 func TestTestModeRunsNoAgent(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, "")
 	repo := gitRepo(t, map[string]string{"Makefile": "test:\n\ttest -f README\n", "README": "x\n"})
@@ -150,6 +154,7 @@ func TestTestModeRunsNoAgent(t *testing.T) {
 }
 
 func TestNoChecksFails(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, "")
 	repo := gitRepo(t, map[string]string{"README": "nothing to run\n"})
@@ -161,6 +166,7 @@ func TestNoChecksFails(t *testing.T) {
 }
 
 func TestDiffOverLimitRefused(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, "")
 	repo := gitRepo(t, map[string]string{"README": "x\n"})
@@ -178,6 +184,7 @@ func TestDiffOverLimitRefused(t *testing.T) {
 }
 
 func TestNoChangesFails(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, "")
 	repo := gitRepo(t, map[string]string{"README": "x\n"})
@@ -187,6 +194,7 @@ func TestNoChangesFails(t *testing.T) {
 }
 
 func TestAgentFailureFailsRun(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, "")
 	repo := gitRepo(t, map[string]string{"README": "x\n"})
@@ -201,6 +209,7 @@ func TestAgentFailureFailsRun(t *testing.T) {
 
 // Verification commands that write files do not end up in the checkpoint.
 func TestVerificationOutputsAreNotCheckpointed(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, "")
 	repo := gitRepo(t, map[string]string{"README": "x\n"})
@@ -213,6 +222,7 @@ func TestVerificationOutputsAreNotCheckpointed(t *testing.T) {
 
 // Cancelling during verification kills the command's whole process group.
 func TestCancelDuringVerificationLeavesNoProcess(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, "")
 	repo := gitRepo(t, map[string]string{"README": "x\n"})
@@ -244,6 +254,7 @@ func TestCancelDuringVerificationLeavesNoProcess(t *testing.T) {
 // At most one run per repository is active; others queue and a queued run
 // can be cancelled before it starts.
 func TestQueuePerRepository(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, "")
 	repo := gitRepo(t, map[string]string{"README": "x\n"})
@@ -266,6 +277,7 @@ func TestQueuePerRepository(t *testing.T) {
 
 // At most max-active-runs runs are active across repositories.
 func TestGlobalConcurrencyLimit(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, "factory:\n  max-active-runs: 1\n")
 	gate := filepath.Join(h.fake, "gate")
@@ -284,6 +296,7 @@ func TestGlobalConcurrencyLimit(t *testing.T) {
 // A changed retained workspace puts a succeeded run in needs_reconciliation
 // at the next start; it is no longer reported as accepted source.
 func TestChangedWorkspaceNeedsReconciliation(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, "")
 	repo := gitRepo(t, map[string]string{"README": "x\n"})
@@ -313,6 +326,7 @@ func TestChangedWorkspaceNeedsReconciliation(t *testing.T) {
 }
 
 func TestRetryCreatesFreshRun(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, "")
 	repo := gitRepo(t, map[string]string{"README": "x\n", ".factory.yaml": checksYAML("test -f fixed.txt")})
@@ -334,6 +348,7 @@ func TestRetryCreatesFreshRun(t *testing.T) {
 }
 
 func TestCreateValidation(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "")
 	repo := gitRepo(t, map[string]string{"README": "x\n"})
 	notRepo := t.TempDir()

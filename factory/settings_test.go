@@ -20,6 +20,7 @@ func loadWithEnv(t *testing.T, yaml string, env map[string]string) (Settings, er
 }
 
 func TestSettingsBounds(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	s, err := loadWithEnv(t, "", nil)
 	is.NoErr(err)

@@ -37,6 +37,7 @@ func commandsOf(cs []PlannedCheck) []string {
 }
 
 func TestDetectChecks(t *testing.T) {
+	t.Parallel()
 	cases := map[string]struct {
 		files map[string]string
 		want  []string
@@ -66,6 +67,7 @@ func TestDetectChecks(t *testing.T) {
 }
 
 func TestFactoryYAMLOverridesDetection(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	dir := writeFiles(t, map[string]string{"go.mod": "module x\n", ConfigFile: "verify:\n  - name: unit\n    run: go test -short ./...\n    timeout: 90s\n  - run: ./lint.sh\n"})
 	got, err := planChecks(dir, testPolicy())
@@ -90,6 +92,7 @@ func TestFactoryYAMLOverridesDetection(t *testing.T) {
 }
 
 func TestFactoryYAMLErrors(t *testing.T) {
+	t.Parallel()
 	var twenty, twentyOne strings.Builder
 	twenty.WriteString("verify:\n")
 	for i := 0; i < 20; i++ {
@@ -126,6 +129,7 @@ func TestFactoryYAMLErrors(t *testing.T) {
 }
 
 func TestRunCheckTimeoutKillsGroup(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "child.pid")
@@ -146,6 +150,7 @@ func TestRunCheckTimeoutKillsGroup(t *testing.T) {
 }
 
 func TestRunCheckOutputTail(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	dir := t.TempDir()
 	c := PlannedCheck{Name: "loud", Command: shell("yes 0123456789 | head -c 100000; echo END; exit 7"), TimeoutMS: 10000}

@@ -15,6 +15,7 @@ import (
 )
 
 func TestManagementRequiresOwner(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpt{})
 	for _, r := range []struct{ method, path string }{
 		{http.MethodGet, pathEvents}, {http.MethodGet, pathStream}, {http.MethodGet, pathDLQ},
@@ -26,6 +27,7 @@ func TestManagementRequiresOwner(t *testing.T) {
 }
 
 func TestDLQListPaginationAndReplayErrors(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, harnessOpt{})
 	for i := range 5 {
@@ -104,6 +106,7 @@ func TestDLQListPaginationAndReplayErrors(t *testing.T) {
 }
 
 func TestEventsList(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := processorHarness(t)
 	body := []byte(`{}`)
@@ -122,6 +125,7 @@ func TestEventsList(t *testing.T) {
 
 // The tail stream shows acceptance, rejection and processing as they happen.
 func TestStreamShowsActivity(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := processorHarness(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

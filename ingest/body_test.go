@@ -54,6 +54,7 @@ func heapInUse() uint64 {
 // it arrives, not set aside from Content-Length), another client is served
 // meanwhile, and every slow body is cut at listen.body-read-timeout.
 func TestSlowBodiesHoldLittleMemory(t *testing.T) {
+	// Not parallel: it measures the heap.
 	if testing.Short() {
 		t.Skip("opens 1,000 connections")
 	}
@@ -142,6 +143,7 @@ func TestSlowBodiesHoldLittleMemory(t *testing.T) {
 // answered 503 WH-OVERLOADED with Retry-After, not dead-lettered, and once
 // the bodies are gone webhooks are accepted again.
 func TestBodyBudgetExhaustedAnswers503(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, harnessOpt{yaml: `platform:
   webhooks:

@@ -15,6 +15,7 @@ import (
 
 // The defaults are the spec's "Webhook ingestion defaults" table.
 func TestDefaultsMatchSpec(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	c, err := LoadConfig(mustParse(t, "", nil))
 	is.NoErr(err)
@@ -45,6 +46,7 @@ func TestDefaultsMatchSpec(t *testing.T) {
 
 // Every scalar key has its derived environment variable.
 func TestEnvironmentOverrides(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	env := map[string]string{
 		"PLATFORM_WEBHOOKS_SECURITY_VALIDATE_PAYLOAD_SIZE":       "false",
@@ -95,6 +97,7 @@ func TestEnvironmentOverrides(t *testing.T) {
 
 // A per-provider retry override names only what differs.
 func TestPerProviderOverridesInherit(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	yaml := `platform:
   webhooks:
@@ -125,6 +128,7 @@ func TestPerProviderOverridesInherit(t *testing.T) {
 // Per-provider settings take environment variables like every other key
 // (ingest/README.md): the provider's name sits between the map's name and the setting.
 func TestPerProviderEnvironment(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	yaml := `platform:
   webhooks:
@@ -169,6 +173,7 @@ func TestPerProviderEnvironment(t *testing.T) {
 }
 
 func TestValidationErrors(t *testing.T) {
+	t.Parallel()
 	for env, want := range map[string]string{
 		"PLATFORM_WEBHOOKS_SECURITY_MAX_PAYLOAD_SIZE=0":          "max-payload-size",
 		"PLATFORM_WEBHOOKS_SECURITY_PROVIDER_NAME_PATTERN=[":     "provider-name-pattern",
@@ -214,6 +219,7 @@ func TestValidationErrors(t *testing.T) {
 }
 
 func TestProcessorSecretFromEnvironment(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	c, err := LoadConfig(mustParse(t, "", map[string]string{
 		"PLATFORM_WEBHOOKS_PROCESSORS_GITHUB_SECRET":            "gh-secret",
@@ -228,6 +234,7 @@ func TestProcessorSecretFromEnvironment(t *testing.T) {
 
 // Secrets never print.
 func TestSecretRedacted(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	p := ProcessorConfig{Secret: "hunter2", Secrets: []Secret{"hunter3"}}
 	for _, s := range []string{fmt.Sprint(p), fmt.Sprintf("%v %+v %#v %s", p, p, p, p.Secret)} {

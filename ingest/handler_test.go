@@ -23,6 +23,7 @@ func jsonBody(n int) []byte {
 }
 
 func TestAcceptPublishesEnvelope(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, harnessOpt{})
 	body := []byte(`{"zen":"Keep it logically awesome."}`)
@@ -61,6 +62,7 @@ func TestAcceptPublishesEnvelope(t *testing.T) {
 }
 
 func TestEnrichmentDisabled(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, harnessOpt{yaml: "platform:\n  webhooks:\n    metadata-enrichment:\n      enabled: false\n"})
 	readAck(t, h.post("github", []byte(`{}`), "Content-Type", jsonCT, "User-Agent", "ua"))
@@ -121,6 +123,7 @@ func rejected(t *testing.T, h *harness, resp *http.Response, status int, code, r
 }
 
 func TestPayloadSizeBounds(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, harnessOpt{})
 	const limit = 1 << 20
@@ -140,6 +143,7 @@ func TestPayloadSizeBounds(t *testing.T) {
 
 // Without Content-Length the limit is enforced while reading.
 func TestPayloadSizeChunked(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpt{})
 	send := func(n int) *http.Response {
 		req, _ := http.NewRequest(http.MethodPost, h.srv.URL+"/api/v1/webhook/github", io.MultiReader(bytes.NewReader(jsonBody(n))))
@@ -156,12 +160,14 @@ func TestPayloadSizeChunked(t *testing.T) {
 }
 
 func TestConfiguredPayloadLimit(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpt{env: map[string]string{"PLATFORM_WEBHOOKS_SECURITY_MAX_PAYLOAD_SIZE": "10"}})
 	readAck(t, h.post("github", jsonBody(10), "Content-Type", jsonCT))
 	rejected(t, h, h.post("github", jsonBody(11), "Content-Type", jsonCT), 413, "WH-PAYLOAD-TOO-LARGE", "payload_too_large", false)
 }
 
 func TestProviderNamePattern(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpt{})
 	for _, name := range []string{"a", "github", "my-provider-2", "0-9", strings.Repeat("a", maxProviderLen)} {
 		readAck(t, h.post(name, []byte(`{}`), "Content-Type", jsonCT))
@@ -194,6 +200,7 @@ func TestProviderNamePattern(t *testing.T) {
 // With name validation off, names are still refused when they would not
 // make a valid topic or would target the dead-letter topic.
 func TestProviderNameValidationOff(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpt{env: map[string]string{
 		"PLATFORM_WEBHOOKS_SECURITY_VALIDATE_PROVIDER_NAME": "false",
 		"PLATFORM_WEBHOOKS_TOPIC_PREFIX":                    "webhooks.",
@@ -207,6 +214,7 @@ func TestProviderNameValidationOff(t *testing.T) {
 }
 
 func TestContentTypes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpt{})
 	for _, tc := range []struct{ ct, body string }{
 		{"application/json", `{"a":1}`},
@@ -236,12 +244,14 @@ func TestContentTypes(t *testing.T) {
 }
 
 func TestContentTypeNotRequired(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpt{env: map[string]string{"PLATFORM_WEBHOOKS_SECURITY_REQUIRE_CONTENT_TYPE": "false"}})
 	readAck(t, h.post("github", []byte("anything")))
 	readProblem(t, h.post("github", []byte("x"), "Content-Type", "text/plain"), 415)
 }
 
 func TestEmptyAndMalformedBodies(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpt{})
 	rejected(t, h, h.post("github", nil, "Content-Type", jsonCT), 400, "WH-EMPTY-BODY", "empty_body", true)
 	rejected(t, h, h.post("github", []byte(`{"a":`), "Content-Type", jsonCT), 400, "WH-MALFORMED-BODY", "malformed_body", true)
@@ -250,6 +260,7 @@ func TestEmptyAndMalformedBodies(t *testing.T) {
 }
 
 func TestRequestValidationOff(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpt{env: map[string]string{"PLATFORM_WEBHOOKS_SECURITY_ENABLE_REQUEST_VALIDATION": "false"}})
 	readAck(t, h.post("github", nil))
 	readAck(t, h.do(http.MethodPut, "/api/v1/webhook/github", []byte("<x/>"), "Content-Type", "application/xml"))
@@ -258,6 +269,7 @@ func TestRequestValidationOff(t *testing.T) {
 }
 
 func TestMethods(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpt{})
 	for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions} {
 		resp := h.do(m, "/api/v1/webhook/github", []byte(`{}`), "Content-Type", jsonCT)
@@ -286,6 +298,7 @@ func TestMethods(t *testing.T) {
 }
 
 func TestIPAllowList(t *testing.T) {
+	t.Parallel()
 	yaml := `platform:
   webhooks:
     security:
@@ -309,6 +322,7 @@ func TestIPAllowList(t *testing.T) {
 }
 
 func TestRateLimit(t *testing.T) {
+	t.Parallel()
 	yaml := `platform:
   webhooks:
     rate-limit:
@@ -346,12 +360,14 @@ func TestRateLimit(t *testing.T) {
 }
 
 func TestHeadersTooLarge(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpt{})
 	big := strings.Repeat("x", maxForwardedHeader)
 	rejected(t, h, h.post("github", []byte(`{}`), "Content-Type", jsonCT, "X-Big", big), 431, "WH-HEADERS-TOO-LARGE", "headers_too_large", true)
 }
 
 func TestTopicNaming(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		env   map[string]string
 		topic string
@@ -371,6 +387,7 @@ func TestTopicNaming(t *testing.T) {
 }
 
 func TestPublishRetryThenSuccess(t *testing.T) {
+	t.Parallel()
 	var fb *flakyBroker
 	h := newHarness(t, harnessOpt{wrap: func(b brokerT) brokerT {
 		fb = &flakyBroker{Broker: b, fails: 2, err: errServerish, match: notDLQ}
@@ -386,6 +403,7 @@ func TestPublishRetryThenSuccess(t *testing.T) {
 }
 
 func TestPublishFailureDeadLetters(t *testing.T) {
+	t.Parallel()
 	var fb *flakyBroker
 	h := newHarness(t, harnessOpt{wrap: func(b brokerT) brokerT {
 		fb = &flakyBroker{Broker: b, fails: 100, err: errServerish, match: notDLQ}
@@ -435,6 +453,7 @@ func TestPublishFailureDeadLetters(t *testing.T) {
 }
 
 func TestClientErrorNotRetried(t *testing.T) {
+	t.Parallel()
 	var fb *flakyBroker
 	h := newHarness(t, harnessOpt{wrap: func(b brokerT) brokerT {
 		fb = &flakyBroker{Broker: b, fails: 100, err: errTooLarge, match: notDLQ}

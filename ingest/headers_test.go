@@ -18,6 +18,7 @@ import (
 // dead-letter index, and signatures are sealed in dead letters yet still
 // verify when replayed.
 func TestDeadLetterCredentialsStrippedAndSignaturesSealed(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := processorHarness(t, "PLATFORM_WEBHOOKS_SECURITY_CREDENTIAL_HEADERS", "X-Acme-*")
 	body := []byte(`{"action":"closed"}`)
@@ -102,6 +103,7 @@ func mapValues(m map[string]string) []string {
 }
 
 func TestHeaderPolicy(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	p, err := newHeaderPolicy(Security{CredentialHeaders: []string{"X-Session", "X-Acme-*"}},
 		map[string]ProcessorConfig{"acme": {SignatureHeader: "X-Acme-Token"}}, nil)

@@ -20,6 +20,7 @@ import (
 // while a tampered cursor or one used with other filters answers 400
 // problem+json.
 func TestCursorSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, harnessOpt{})
 	for i := range 3 {

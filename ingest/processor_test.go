@@ -44,6 +44,7 @@ func processorHarness(t *testing.T, extra ...string) *harness {
 // The end-to-end path: signed GitHub webhook → 202 → published → verified
 // by the processor → recorded; the sink sees the exact payload.
 func TestEndToEndGitHubVerified(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := processorHarness(t)
 	var mu sync.Mutex
@@ -79,6 +80,7 @@ func TestEndToEndGitHubVerified(t *testing.T) {
 }
 
 func TestBadSignatureRecordedAndDeadLettered(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := processorHarness(t)
 	body := []byte(`{"action":"opened"}`)
@@ -108,6 +110,7 @@ func TestBadSignatureRecordedAndDeadLettered(t *testing.T) {
 
 // A secret fixed after failures: replaying the dead letter verifies it.
 func TestReplayAfterSecretFix(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := processorHarness(t)
 	body := []byte(`{"n":1}`)
@@ -131,6 +134,7 @@ func TestReplayAfterSecretFix(t *testing.T) {
 }
 
 func TestStripeAndStandardThroughProcessor(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := processorHarness(t)
 	body := []byte(`{"id":"evt_123","type":"charge.succeeded"}`)
@@ -165,6 +169,7 @@ func TestStripeAndStandardThroughProcessor(t *testing.T) {
 
 // A sink failure redelivers the event; it is recorded once the sink succeeds.
 func TestSinkErrorRedelivers(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := processorHarness(t)
 	var mu sync.Mutex
@@ -188,6 +193,7 @@ func TestSinkErrorRedelivers(t *testing.T) {
 
 // Compressed envelopes are inflated before verification.
 func TestProcessorWithCompression(t *testing.T) {
+	t.Parallel()
 	for _, alg := range []string{"GZIP", "ZSTD", "LZ4"} {
 		t.Run(alg, func(t *testing.T) {
 			is := is.New(t)
@@ -204,6 +210,7 @@ func TestProcessorWithCompression(t *testing.T) {
 }
 
 func TestDedupeWindowAndPurge(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := processorHarness(t)
 	ctx := context.Background()
@@ -238,6 +245,7 @@ func TestDedupeWindowAndPurge(t *testing.T) {
 }
 
 func TestMalformedEnvelopeDeadLettered(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := processorHarness(t)
 	is.NoErr(h.broker.Publish(context.Background(), brokerMessage("github", map[string]string{hID: "bogus-1", hProvider: "github"}, []byte("x"))))
@@ -248,6 +256,7 @@ func TestMalformedEnvelopeDeadLettered(t *testing.T) {
 }
 
 func TestProcessorConfigErrors(t *testing.T) {
+	t.Parallel()
 	for name, yaml := range map[string]string{
 		"no secret":      "platform:\n  webhooks:\n    processors:\n      github: {}\n",
 		"unknown type":   "platform:\n  webhooks:\n    processors:\n      x:\n        type: md5\n        secret: s\n",

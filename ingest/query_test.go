@@ -13,6 +13,7 @@ import (
 // Issue 20, item 16: bad query values of the management API answer 400
 // problems instead of an empty 200.
 func TestBadQueryValuesAnswer400(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpt{})
 	for _, path := range []string{
 		"/api/v1/webhook-events?status=bogus",
@@ -60,6 +61,7 @@ func (c *levelCounter) WithGroup(string) slog.Handler      { return c }
 // Issue 20, item 16: a client's mistakes (every 4xx the ingest surface
 // answers) are not logged at ERROR.
 func TestClientErrorsNotLoggedAtError(t *testing.T) {
+	t.Parallel()
 	lc := &levelCounter{}
 	var fb *flakyBroker
 	h := newHarness(t, harnessOpt{logger: slog.New(lc), wrap: func(b brokerT) brokerT {
@@ -106,6 +108,7 @@ func TestClientErrorsNotLoggedAtError(t *testing.T) {
 // Issue 20, item 7: two Authorization headers are refused, not resolved by
 // taking one of them.
 func TestTwoAuthorizationHeadersRefused(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, harnessOpt{})
 	req, err := http.NewRequest(http.MethodGet, h.srv.URL+"/api/v1/webhook-events", nil)

@@ -26,6 +26,7 @@ const childEnv = "INGEST_SIGKILL_CHILD_DIR"
 // serves the ingestion endpoint over the data directory in childEnv until
 // it is killed. Run directly it does nothing.
 func TestSigkillChildHelper(t *testing.T) {
+	t.Parallel()
 	dir := os.Getenv(childEnv)
 	if dir == "" {
 		t.Skip("helper process for TestSigkillAfterAck")
@@ -57,6 +58,7 @@ func TestSigkillChildHelper(t *testing.T) {
 // acknowledgment: on reopening, every acknowledged event is on its topic
 // and the processor verifies it.
 func TestSigkillAfterAck(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns a process")
 	}

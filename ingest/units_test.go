@@ -23,6 +23,7 @@ import (
 )
 
 func TestCompressionRoundTripAndMinSize(t *testing.T) {
+	t.Parallel()
 	for _, alg := range []string{"GZIP", "ZSTD", "LZ4"} {
 		for _, level := range []int{1, 6, 9} {
 			t.Run(fmt.Sprintf("%s-%d", alg, level), func(t *testing.T) {
@@ -67,6 +68,7 @@ func TestCompressionRoundTripAndMinSize(t *testing.T) {
 }
 
 func TestCompressionConcurrent(t *testing.T) {
+	t.Parallel()
 	c, err := newCompressor(Compression{Enabled: true, MinSize: 1, Algorithm: "ZSTD", Level: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -97,6 +99,7 @@ func policy() RetryPolicy {
 }
 
 func TestRetryDelayWithJitter(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	p := policy()
 	p.EnableJitter = false
@@ -112,6 +115,7 @@ func TestRetryDelayWithJitter(t *testing.T) {
 }
 
 func TestClassify(t *testing.T) {
+	t.Parallel()
 	for err, want := range map[error]failureClass{
 		fmt.Errorf("x: %w", broker.ErrClosed):             classFatal,
 		context.DeadlineExceeded:                          classTimeout,
@@ -129,6 +133,7 @@ func TestClassify(t *testing.T) {
 }
 
 func TestRetryPublishPolicies(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	var slept []time.Duration
 	sleep := func(_ context.Context, d time.Duration) error { slept = append(slept, d); return nil }
@@ -193,6 +198,7 @@ func TestRetryPublishPolicies(t *testing.T) {
 }
 
 func TestBatcherGroupsAndWaits(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	var mu sync.Mutex
 	var batches [][]string
@@ -245,6 +251,7 @@ func TestBatcherGroupsAndWaits(t *testing.T) {
 }
 
 func TestBatcherBufferFull(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	// Build the batcher without its loop so the buffer stays full.
 	b := &batcher{
@@ -262,6 +269,7 @@ func TestBatcherBufferFull(t *testing.T) {
 }
 
 func TestBatchingEndToEnd(t *testing.T) {
+	t.Parallel()
 	var fb *flakyBroker
 	h := newHarness(t, harnessOpt{
 		env:  map[string]string{"PLATFORM_WEBHOOKS_BATCHING_ENABLED": "true", "PLATFORM_WEBHOOKS_BATCHING_MAX_WAIT_TIME": "50ms", "PLATFORM_WEBHOOKS_BATCHING_MAX_BATCH_SIZE": "8"},
@@ -287,6 +295,7 @@ func TestBatchingEndToEnd(t *testing.T) {
 }
 
 func TestRateLimiterBucket(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	now := time.Unix(1000, 0)
 	l := newRateLimiter(RateLimitConfig{Enabled: true, LimitForPeriod: 2, LimitRefreshPeriod: config.Duration(time.Second)}, func() time.Time { return now })
@@ -314,6 +323,7 @@ func TestRateLimiterBucket(t *testing.T) {
 }
 
 func TestSourceAddress(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	f, err := newSourceFilter(Security{EnableIPWhitelist: true, TrustedProxies: []string{"127.0.0.1", "10.0.0.0/8"}},
 		map[string][]string{"github": {"192.30.252.0/22", "2001:db8::1"}})
@@ -343,6 +353,7 @@ func TestSourceAddress(t *testing.T) {
 }
 
 func TestEnvelopeRoundTrip(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	env := &Envelope{ID: "01", Provider: "github", ReceivedAt: time.Unix(1, 5).UTC(), ContentType: "application/json",
 		Encoding: encodingGzip, Size: 10, Payload: []byte("xyz"), Header: http.Header{"X-Hub-Signature-256": {"sha256=1"}, "X-Multi": {"a", "b"}},

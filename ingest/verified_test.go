@@ -10,6 +10,7 @@ import (
 // marked unverified; the verified topic carries only events whose signature
 // verified, once per delivery id.
 func TestVerifiedTopicCarriesVerifiedDeduplicatedEvents(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := processorHarness(t)
 	body := []byte(`{"action":"opened","number":7}`)
@@ -60,6 +61,7 @@ func TestVerifiedTopicCarriesVerifiedDeduplicatedEvents(t *testing.T) {
 // An empty verified-suffix turns the verified topic off; a suffix that
 // provider topics already end with is refused.
 func TestVerifiedSuffixConfig(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, harnessOpt{yaml: processorsYAML + "    topic: {verified-suffix: \"\"}\n", env: map[string]string{"STRIPE_SECRET": "whsec_stripe"}})
 	body := []byte(`{}`)

@@ -65,6 +65,7 @@ func (h *harness) mustActivate(env, tok string, body any, key, ifMatch string) a
 }
 
 func TestActivationLifecycle(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -252,6 +253,7 @@ func TestActivationLifecycle(t *testing.T) {
 }
 
 func TestActivationList(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -331,6 +333,7 @@ type activationPage struct {
 }
 
 func TestActivationAccess(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()

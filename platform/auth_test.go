@@ -18,6 +18,7 @@ import (
 // and checks they are accepted exactly when they should be (docs/platform-api.md,
 // "Authentication": every 401 condition).
 func TestExternalProviderTokens(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	alice, _ := h.user("alice", "viewer", h.localScope())
 	x := h.ext
@@ -84,6 +85,7 @@ func TestExternalProviderTokens(t *testing.T) {
 // a revoked grant and a scope outside the grant; each applies on the next
 // request whatever the token's expiry, and each decision is audited.
 func TestForbiddenConditions(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	pa := h.project("alpha")
@@ -148,6 +150,7 @@ func TestForbiddenConditions(t *testing.T) {
 // /api/v1/identity and see the bootstrapped workspace. The token is
 // verified through the same JWKS path as an external provider's.
 func TestLocalOperatorLogin(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	tok := h.localToken()
@@ -200,6 +203,7 @@ func TestLocalOperatorLogin(t *testing.T) {
 // system principal on /admin routes only, which holds platform
 // administration and no business access.
 func TestOwnerTokenIsTheSystemPrincipal(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	var tnt identity.Tenant
@@ -220,6 +224,7 @@ func TestOwnerTokenIsTheSystemPrincipal(t *testing.T) {
 // even when the first one is the owner token (the owner check reads only
 // the first).
 func TestRepeatedAuthorizationIsRefused(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	two := map[string][]string{"Authorization": {"Bearer " + h.owner, "Bearer " + h.ext.token(t, "mallory", nil)}}

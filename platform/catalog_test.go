@@ -141,6 +141,7 @@ func compileBody(src, filename string, lock json.RawMessage, strict bool) catalo
 // it and its actions through the API, reads it back by id with an ETag
 // and evaluates a decision table through both routes.
 func TestCatalogDoneWhen(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -209,6 +210,7 @@ func TestCatalogDoneWhen(t *testing.T) {
 }
 
 func TestPublishAndReadVersions(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -308,6 +310,7 @@ func TestPublishAndReadVersions(t *testing.T) {
 }
 
 func TestDrafts(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -401,6 +404,7 @@ func TestDrafts(t *testing.T) {
 }
 
 func TestCompilerRoutes(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -461,6 +465,7 @@ func TestCompilerRoutes(t *testing.T) {
 }
 
 func TestCatalogLockCapabilitiesAndDescriptors(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -510,6 +515,7 @@ func TestCatalogLockCapabilitiesAndDescriptors(t *testing.T) {
 }
 
 func TestDecisionEvaluation(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()

@@ -103,6 +103,7 @@ steps:
 // TestChaosChildDaemon is the daemon process of TestSigkillRunsReachTheirFinalState.
 // Run directly it does nothing.
 func TestChaosChildDaemon(t *testing.T) {
+	t.Parallel()
 	dir := os.Getenv(chaosDirEnv)
 	if dir == "" {
 		t.Skip("daemon process of TestSigkillRunsReachTheirFinalState")
@@ -211,6 +212,7 @@ func (c chaosClient) try(r req) (resp, error) {
 }
 
 func TestSigkillRunsReachTheirFinalState(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns daemon processes")
 	}

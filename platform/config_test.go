@@ -24,6 +24,7 @@ func loadConfig(t *testing.T, yaml string, env map[string]string) (platform.Conf
 }
 
 func TestConfigDefaultsAndEnv(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	c, err := loadConfig(t, "", nil)
 	is.NoErr(err)
@@ -44,6 +45,7 @@ func TestConfigDefaultsAndEnv(t *testing.T) {
 }
 
 func TestConfigErrors(t *testing.T) {
+	t.Parallel()
 	provider := `
 platform:
   identity:
@@ -97,6 +99,7 @@ platform:
 // TestConfigErrorStopsTheDaemon: a bad platform section fails the start
 // with the position, and nothing is left running.
 func TestConfigErrorStopsTheDaemon(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	f, err := config.Parse("config.yaml", []byte("platform:\n  identity:\n    sign-in:\n      x:\n        provider: ghost\n        client: c\n"))
 	is.NoErr(err)
@@ -109,6 +112,7 @@ func TestConfigErrorStopsTheDaemon(t *testing.T) {
 }
 
 func TestEmbeddedProviderDisabled(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, withEnv("PLATFORM_IDENTITY_EMBEDDED_ENABLED", "false"))
 	res := h.get("/idp/.well-known/openid-configuration", "")

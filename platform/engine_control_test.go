@@ -80,6 +80,7 @@ func (h *harness) pauseRun(tok, id, verb string, body any, key string) resp {
 }
 
 func TestSignalDeliversAndValidates(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -152,6 +153,7 @@ func TestSignalDeliversAndValidates(t *testing.T) {
 }
 
 func TestPauseHoldsEventsUntilResume(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -199,6 +201,7 @@ func TestPauseHoldsEventsUntilResume(t *testing.T) {
 }
 
 func TestCancelPausedRun(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -212,6 +215,7 @@ func TestCancelPausedRun(t *testing.T) {
 }
 
 func TestChildRunsReportToTheirCaller(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -264,6 +268,7 @@ func TestChildRunsReportToTheirCaller(t *testing.T) {
 // TestOutboxPublishesLifecycleEvents: run lifecycle events reach the
 // broker through the outbox.
 func TestOutboxPublishesLifecycleEvents(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -322,6 +327,7 @@ func TestOutboxPublishesLifecycleEvents(t *testing.T) {
 // cannot show answers reads with 409 PF-LEGACY-UNAVAILABLE; cancelling it
 // replaces the state with an explicit unavailable terminal state.
 func TestLegacyRunCanOnlyBeCancelled(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -377,6 +383,7 @@ steps:
 // Cancelling a run whose state is over 1 MiB answers the large-run
 // acknowledgment without /state; a smaller run answers the run itself.
 func TestCancelLargeRunAcknowledgesWithoutState(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -434,6 +441,7 @@ steps:
 // (429 PF-OPERATION-CAPACITY), not the server's request capacity, and
 // changes nothing.
 func TestBufferedSignalsAreBounded(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("1,000 signals; the kernel's TestEventLimits checks the bound in -short")
 	}

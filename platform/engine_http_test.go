@@ -132,6 +132,7 @@ func (h *harness) onlyIncident(tok, id string) engine.Incident {
 // An http workflow succeeds with outputs mapped by each action's output
 // schema: the body alone, or the envelope.
 func TestHTTPAdapterSucceeds(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -184,6 +185,7 @@ func TestHTTPAdapterSucceeds(t *testing.T) {
 // An unsafe call that outlives its attempt's timeout has an unknown
 // outcome: an ambiguous incident, and the call is not repeated.
 func TestHTTPAdapterTimeoutAmbiguous(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -215,6 +217,7 @@ func TestHTTPAdapterTimeoutAmbiguous(t *testing.T) {
 // A safe call answered 500 is retried by the policy until its attempts are
 // used up; retry_safe after the server recovered completes the run.
 func TestHTTPAdapterRetrySafe(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -256,6 +259,7 @@ func TestHTTPAdapterRetrySafe(t *testing.T) {
 // committed): the server sees the request end, and the run's state says
 // the call may still have had an effect.
 func TestCancelCutsCallInFlight(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()

@@ -187,6 +187,7 @@ func humanIDs(p humanPage) []string {
 }
 
 func TestHumanTaskLifecycle(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	r := newReviewers(t)
 	h, op, act, olgaID, olga, peteID, pete := r.harness, r.op, r.act, r.olgaID, r.olga, r.peteID, r.pete
@@ -344,6 +345,7 @@ func TestHumanTaskLifecycle(t *testing.T) {
 }
 
 func TestHumanTaskAssignees(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	r := newReviewers(t)
 	h, op, act, olgaID, olga, peteID, pete := r.harness, r.op, r.act, r.olgaID, r.olga, r.peteID, r.pete
@@ -396,6 +398,7 @@ func TestHumanTaskAssignees(t *testing.T) {
 }
 
 func TestHumanTaskAccess(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h, op, run, task := reviewRun(t, "acc-1", map[string]any{"orderId": "o-1"})
 	E := ePath(h)
@@ -459,6 +462,7 @@ func TestHumanTaskAccess(t *testing.T) {
 }
 
 func TestHumanTaskDeadlineClosesIt(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -489,6 +493,7 @@ func TestHumanTaskDeadlineClosesIt(t *testing.T) {
 }
 
 func TestHumanTaskCancelClosesIt(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h, op, run, task := reviewRun(t, "cn-1", map[string]any{"orderId": "o-1"})
 	h.must(200, h.cancelRun(op, run.ID, map[string]string{"reason": "not needed"}), nil)
@@ -502,6 +507,7 @@ func TestHumanTaskCancelClosesIt(t *testing.T) {
 }
 
 func TestHumanTaskPausedRun(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h, op, run, task := reviewRun(t, "pz-1", map[string]any{"orderId": "o-1"})
 	h.must(200, h.pauseRun(op, run.ID, "pause", nil, "pz-pause"), nil)
@@ -522,6 +528,7 @@ func TestHumanTaskPausedRun(t *testing.T) {
 }
 
 func TestHumanTaskSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h, op, run, task := reviewRun(t, "rs-1", map[string]any{"orderId": "o-1"})
 	claimed := h.mustHuman(op, task.ID, "claim", nil, "rs-claim")

@@ -51,6 +51,7 @@ func setupSlow(h *harness) string {
 }
 
 func TestIncidentTerminate(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -147,6 +148,7 @@ func TestIncidentTerminate(t *testing.T) {
 }
 
 func TestIncidentAcceptAndList(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -199,6 +201,7 @@ func TestIncidentAcceptAndList(t *testing.T) {
 }
 
 func TestIncidentAccess(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	op := h.localToken()
 	act := setupSlow(h)
@@ -230,6 +233,7 @@ func TestIncidentAccess(t *testing.T) {
 // environment's list as a safe placeholder, before and after the run is
 // cancelled; the rest of the list is unaffected.
 func TestIncidentListShowsLegacyRunsAsPlaceholders(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()

@@ -126,6 +126,7 @@ func flowHarness(t *testing.T) (*is.I, *harness, string, string) {
 }
 
 func TestRunListFilters(t *testing.T) {
+	t.Parallel()
 	is, h, op, act := flowHarness(t)
 	E := ePath(h)
 	start := func(key string, input map[string]any, extra ...string) string {
@@ -288,6 +289,7 @@ func stepSummary(steps []engine.Step) []string {
 }
 
 func TestRunStepsList(t *testing.T) {
+	t.Parallel()
 	is, h, op, act := flowHarness(t)
 	E := ePath(h)
 	start := func(key string, input map[string]any) string {
@@ -408,6 +410,7 @@ steps:
 `
 
 func TestRunStepsListLoopsAndBranches(t *testing.T) {
+	t.Parallel()
 	is, h, op, _ := flowHarness(t)
 	wf := h.mustPublish(op, "workflows", fanoutWorkflow, "fanout-workflow").ID
 	act := h.mustActivate(ePath(h), op, map[string]any{"published_version_id": wf}, "fanout-activation", "").ID
@@ -435,6 +438,7 @@ func logTypes(lines []engine.LogEntry) []string {
 }
 
 func TestRunLogsList(t *testing.T) {
+	t.Parallel()
 	is, h, op, act := flowHarness(t)
 	E := ePath(h)
 	run := h.mustStartRun(op, map[string]any{"activation_id": act, "input": map[string]any{"name": "Ada"}}, "log-ok").ID

@@ -82,6 +82,7 @@ func filesHolding(t *testing.T, dir string, words []string) []string {
 // state, its events and the signal held while it was paused are sealed,
 // while the run, across a restart, computes with the real values.
 func TestSecretValuesAreSealedAtRest(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -110,6 +111,7 @@ func TestSecretValuesAreSealedAtRest(t *testing.T) {
 // A run stored before sealing existed (plain state and events) still
 // loads, is shown, replays and runs on; what it stores next is sealed.
 func TestRunStoredBeforeSealingStillLoads(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -205,6 +207,7 @@ steps:
 // A worker task of a run with secrets is queued sealed: the worker still
 // receives the real input, and the data directory never shows it.
 func TestWorkerTaskOfSecretRunIsSealed(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	f := newWorkerFixture(t, "sealed-worker")
 	h, op, w := f.h, f.op, f.w

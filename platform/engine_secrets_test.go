@@ -86,6 +86,7 @@ steps:
 // task or its outbox events, while the run itself computes with the real
 // values.
 func TestSecretValuesAreRedactedEverywhere(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()

@@ -89,6 +89,7 @@ func resolveBody(receipt, kind string, output any, evidence string) map[string]a
 // branch is reached here by removing the task from the stored state (as
 // the legacy and replay tests tamper with it) and resolving over HTTP.
 func TestIncidentResolveNoMatchingTask(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -114,6 +115,7 @@ func TestIncidentResolveNoMatchingTask(t *testing.T) {
 // results without output or evidence are refused and change nothing; the
 // same receipt then carries an accepted decision (a refusal stores none).
 func TestIncidentReconciliationRequired(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -166,6 +168,7 @@ func TestIncidentReconciliationRequired(t *testing.T) {
 // A workflow step whose child run outlives its timeout opens an incident
 // tied to the child, not to an action: retry_safe is refused.
 func TestIncidentRetrySafeNotTiedToAction(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -201,6 +204,7 @@ func TestIncidentRetrySafeNotTiedToAction(t *testing.T) {
 // Cancelling a run suspended by an incident cancels it and closes the
 // incident with kind run_ended; the incident then refuses decisions.
 func TestCancelRunSuspendedByIncident(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -243,6 +247,7 @@ func TestCancelRunSuspendedByIncident(t *testing.T) {
 // the parent unchanged; key reuse with another body and a principal
 // without run.start are refused and create nothing.
 func TestRetryEndedRuns(t *testing.T) {
+	t.Parallel()
 	is, h, op, act := flowHarness(t)
 	ok := h.mustStartRun(op, map[string]any{"activation_id": act, "input": map[string]any{"name": "Ada"}}, "rt-ok")
 	h.waitRun(op, ok.ID, "succeeded")
@@ -295,6 +300,7 @@ func TestRetryEndedRuns(t *testing.T) {
 // Pause and resume refusals: authentication, unknown run, capability,
 // missing key and key reuse with another body; none changes the run.
 func TestPauseResumeRefusals(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -344,6 +350,7 @@ func TestPauseResumeRefusals(t *testing.T) {
 // Incident list limits, run.read on steps and logs, and the shortest
 // Idempotency-Key.
 func TestIncidentListLimitsAndRunReadAccess(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -386,6 +393,7 @@ func TestIncidentListLimitsAndRunReadAccess(t *testing.T) {
 // another branch keeps its lease; terminating the incident cancels the run
 // and revokes the lease, so the worker's heartbeat and report are refused.
 func TestTerminateRevokesLeases(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	f := newWorkerFixture(t, "split-worker")
 	h, op, w := f.h, f.op, f.w

@@ -87,6 +87,7 @@ func historyKinds(events []engine.HistoryEvent) []string {
 }
 
 func TestRunToCompletion(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -164,6 +165,7 @@ func TestRunToCompletion(t *testing.T) {
 }
 
 func TestRunAccess(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	op := h.localToken()
 	act := setupFlow(h)
@@ -196,6 +198,7 @@ func TestRunAccess(t *testing.T) {
 }
 
 func TestRunWaitCancelRetry(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -252,6 +255,7 @@ func TestRunWaitCancelRetry(t *testing.T) {
 }
 
 func TestRunHistoryPages(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -278,6 +282,7 @@ func TestRunHistoryPages(t *testing.T) {
 }
 
 func TestRunSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	act := setupFlow(h)

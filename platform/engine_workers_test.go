@@ -192,6 +192,7 @@ func failure(id, worker, code string, retryable bool) map[string]any {
 }
 
 func TestWorkerTaskLifecycle(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	f := newWorkerFixture(t, "billing-worker")
 	h, op, w := f.h, f.op, f.w
@@ -302,6 +303,7 @@ func TestWorkerTaskLifecycle(t *testing.T) {
 }
 
 func TestWorkerTaskRetryAndFailure(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	f := newWorkerFixture(t, "rates-worker")
 	h, op, w := f.h, f.op, f.w
@@ -390,6 +392,7 @@ func TestWorkerLeaseExpiry(t *testing.T) {
 }
 
 func TestWorkerTaskPausedAndCancelledRuns(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	f := newWorkerFixture(t, "pause-worker")
 	h, op, w := f.h, f.op, f.w
@@ -442,6 +445,7 @@ func TestWorkerTaskPausedAndCancelledRuns(t *testing.T) {
 // Leases live in the database: a worker keeps its lease across a restart of
 // the daemon and reports the outcome afterwards.
 func TestWorkerLeaseSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	f := newWorkerFixture(t, "steady-worker")
 	h, w := f.h, f.w
@@ -456,6 +460,7 @@ func TestWorkerLeaseSurvivesRestart(t *testing.T) {
 // A ready task nobody claims is withdrawn by the kernel's own timers: the
 // slow workflow's step deadline opens PF-TASK-DEADLINE and the task goes.
 func TestWorkerReadyTaskDeadline(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -491,6 +496,7 @@ func rawClaim(h *harness, tok string, body any) (engine.ClaimResponse, error) {
 }
 
 func TestWorkerConcurrentClaims(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	f := newWorkerFixture(t, "crowd")
 	h, op, w := f.h, f.op, f.w
@@ -571,6 +577,7 @@ func TestWorkerConcurrentClaims(t *testing.T) {
 }
 
 func TestWorkerTaskValidation(t *testing.T) {
+	t.Parallel()
 	f := newWorkerFixture(t, "strict-worker")
 	h, op, w := f.h, f.op, f.w
 	f.start(f.charge, "wt-strict", map[string]any{"amount": 3})
@@ -715,6 +722,7 @@ func TestWorkerTaskValidation(t *testing.T) {
 }
 
 func TestWorkerTaskAccess(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	f := newWorkerFixture(t, "env-worker")
 	h, op, E := f.h, f.op, ePath(f.h)

@@ -73,6 +73,7 @@ func (h *harness) waitFor(what string, cond func() bool) {
 // through a human approval, an incident resolved by an operator and a
 // signal to its end.
 func TestExampleOrderWalkthrough(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()

@@ -28,6 +28,7 @@ func fileBody(name string, content []byte) map[string]any {
 }
 
 func TestHumanTaskFiles(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	r := newReviewers(t)
 	h, op, olgaID, olga, pete := r.harness, r.op, r.olgaID, r.olga, r.pete
@@ -114,6 +115,7 @@ func with(m map[string]any, kv ...any) map[string]any {
 }
 
 func TestWorkerTaskFiles(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	fx := newWorkerFixture(t, "files-worker")
 	h, op, w := fx.h, fx.op, fx.w

@@ -80,6 +80,7 @@ func (h *harness) download(tok, id string, hdr map[string]string) resp {
 }
 
 func TestFileUploadDownload(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, fileCfg())
 	op := h.localToken()
@@ -186,6 +187,7 @@ func TestFileUploadDownload(t *testing.T) {
 }
 
 func TestFileCreateValidation(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, fileCfg())
 	op := h.localToken()
 	E := ePath(h)
@@ -250,6 +252,7 @@ func TestFileCreateValidation(t *testing.T) {
 }
 
 func TestFileQuotas(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, fileCfg())
 	op := h.localToken()
@@ -276,6 +279,7 @@ func TestFileQuotas(t *testing.T) {
 }
 
 func TestFileDigestMismatchAndEmptyFile(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, fileCfg())
 	op := h.localToken()
@@ -300,6 +304,7 @@ func TestFileDigestMismatchAndEmptyFile(t *testing.T) {
 }
 
 func TestFileBodyLimit(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, fileCfg())
 	op := h.localToken()
 	var f file.File
@@ -310,6 +315,7 @@ func TestFileBodyLimit(t *testing.T) {
 }
 
 func TestFileAccessAndEnvironments(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, fileCfg())
 	op := h.localToken()
@@ -351,6 +357,7 @@ func TestFileAccessAndEnvironments(t *testing.T) {
 }
 
 func TestFileUploadExpires(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	clock := &fakeClock{t: clockStart()}
 	h := newHarness(t, fileCfg(), withClock(clock))
@@ -389,6 +396,7 @@ func TestFileUploadExpires(t *testing.T) {
 }
 
 func TestFileUploadSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, fileCfg())
 	op := h.localToken()
@@ -424,6 +432,7 @@ func TestFileUploadSurvivesRestart(t *testing.T) {
 }
 
 func TestFileSameContentSharesBlob(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, fileCfg())
 	op := h.localToken()
@@ -446,6 +455,7 @@ func TestFileSameContentSharesBlob(t *testing.T) {
 // ready: the blob is kept at start (an upload declares it) and finishing
 // again makes the file ready.
 func TestFileFinishInterruptedAfterRename(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, fileCfg())
 	op := h.localToken()

@@ -43,6 +43,7 @@ steps:
 `
 
 func TestFileReferencesInRunValues(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	clock := &fakeClock{t: clockStart()}
 	h := newHarness(t, withClock(clock))
@@ -173,6 +174,7 @@ steps:
 )
 
 func TestFileReferencesInSignalsAndWorkerOutputs(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()

@@ -13,6 +13,7 @@ import (
 )
 
 func TestClientConfiguration(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	for _, path := range []string{"/api/v1/client-configuration", "/client-configuration"} {
@@ -39,6 +40,7 @@ func TestClientConfiguration(t *testing.T) {
 }
 
 func TestIdentityRoute(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	pa := h.project("alpha")
@@ -93,6 +95,7 @@ func TestIdentityRoute(t *testing.T) {
 }
 
 func TestProvisioning(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -184,6 +187,7 @@ func TestProvisioning(t *testing.T) {
 }
 
 func TestGrants(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -285,6 +289,7 @@ func TestGrants(t *testing.T) {
 }
 
 func TestPrincipals(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -337,6 +342,7 @@ func TestPrincipals(t *testing.T) {
 }
 
 func TestMigrationsAndBootstrap(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	rows, err := h.d.DB.Reader().Query(`SELECT version, name FROM schema_migrations ORDER BY version`)
@@ -366,6 +372,7 @@ func TestMigrationsAndBootstrap(t *testing.T) {
 }
 
 func TestHealthCarriesPlatformHeaders(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	for _, p := range []string{"/health/live", "/health/ready"} {

@@ -19,6 +19,7 @@ import (
 )
 
 func TestRequestIDsAreServerGenerated(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	seen := map[string]bool{}
@@ -41,6 +42,7 @@ func TestRequestIDsAreServerGenerated(t *testing.T) {
 }
 
 func TestUnknownRoutes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	tok := h.localToken()
 	for _, path := range []string{"/api/v1/nope", "/api/v1/tenants/" + h.ws.TenantID + "/nope", "/tenants/x/y/z", "/admin/nope", "/api/v1"} {
@@ -69,6 +71,7 @@ func TestUnknownRoutes(t *testing.T) {
 // TestHeadForEveryGet: every GET route answers HEAD with the same status
 // and headers and no body, at its canonical and compatibility paths.
 func TestHeadForEveryGet(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -133,6 +136,7 @@ func TestHeadForEveryGet(t *testing.T) {
 }
 
 func TestIdempotency(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -201,6 +205,7 @@ func TestIdempotency(t *testing.T) {
 
 // TestIfMatch covers every If-Match form on a route that takes it.
 func TestIfMatch(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	op := h.localToken()
 	id := h.link("human", "ivy")
@@ -254,6 +259,7 @@ func TestIfMatch(t *testing.T) {
 }
 
 func TestPagesAndCursors(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -374,6 +380,7 @@ func TestPagesAndCursors(t *testing.T) {
 }
 
 func TestBodies(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -427,6 +434,7 @@ func TestBodies(t *testing.T) {
 
 // TestBodyLimitConfigured: platform.api.max-body-bytes from the environment.
 func TestBodyLimitConfigured(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, withEnv("PLATFORM_API_MAX_BODY_BYTES", "1024"))
 	path := "/api/v1/tenants/" + h.ws.TenantID + "/projects"
 	pad := strings.Repeat(" ", 1024-len(`{"name":"ok"}`))
@@ -435,6 +443,7 @@ func TestBodyLimitConfigured(t *testing.T) {
 }
 
 func TestDocs(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t, withEnv("PLATFORM_DOCS_ENABLED", "true"))
 	res := h.get("/docs", "")

@@ -49,6 +49,7 @@ func writeClock(t testing.TB, file string, at time.Time) {
 // starts exactly one run across the kills and restarts, and the
 // occurrences missed while the daemon was down become one skipped range.
 func TestScheduleSurvivesSigkill(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns daemon processes")
 	}

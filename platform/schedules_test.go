@@ -143,6 +143,7 @@ func countRuns(h *harness, tok string) int {
 }
 
 func TestScheduleFiresOncePerOccurrenceAndSkipsMissedOnes(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h, clk, act := scheduleHarness(t)
 	op := h.localToken()
@@ -228,6 +229,7 @@ func (h *harness) principalOf(tok string) string {
 // Errors table, the If-Match syntax, and the body rules with both sides of
 // their bounds.
 func TestScheduleSaveRules(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h, _, act := scheduleHarness(t)
 	op := h.localToken()
@@ -369,6 +371,7 @@ func TestScheduleSaveRules(t *testing.T) {
 // year 9999 is refused at save (422 PF-SCHEDULE-RANGE) and blocks an
 // enabled schedule at the scan that fires its last occurrence.
 func TestScheduleRange(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h, clk, act := scheduleHarness(t)
 	// The built-in provider signs an hour's tokens on the fake clock.
@@ -406,6 +409,7 @@ func TestScheduleRange(t *testing.T) {
 // for a retired activation and for an owner who lost run.start, and the
 // rebind by a new save or enable.
 func TestScheduleStates(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h, clk, act := scheduleHarness(t)
 	op := h.localToken()
@@ -486,6 +490,7 @@ func TestScheduleStates(t *testing.T) {
 // TestScheduleAccessAndLists: the capabilities of the Environment-level
 // table, the scope-wide rule for listing, pages and the occurrence limit.
 func TestScheduleAccessAndLists(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h, clk, act := scheduleHarness(t)
 	op := h.localToken()

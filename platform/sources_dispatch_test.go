@@ -17,6 +17,7 @@ import (
 // receipt cooling down on a source disabled meanwhile ends blocked
 // (binding_revoked). Time is the daemon's injected clock.
 func TestReceiptTransientCooldown(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	clk := &fakeClock{t: clockStart()}
 	h := newHarness(t, withClock(clk))

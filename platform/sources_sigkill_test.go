@@ -20,6 +20,7 @@ import (
 // event is dispatched exactly once: one run per event identity, no run
 // lost and none started twice.
 func TestProviderEventsSurviveSigkill(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns daemon processes")
 	}

@@ -98,7 +98,7 @@ func (h *harness) ingest(src source.Source, body []byte, hdr map[string]string) 
 // waitReceipt polls a receipt until it leaves pending (10 s at most).
 func (h *harness) waitReceipt(tok, id string) source.Receipt {
 	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var r source.Receipt
 		h.must(200, h.get(receiptsPath(h)+"/"+id, tok), &r)
@@ -138,6 +138,7 @@ func slackMessage(eventID, team, text string) string {
 const slackSecret = "8f742231b10e8888abcd99yyyzzz85a5"
 
 func TestConnections(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -238,6 +239,7 @@ func TestConnections(t *testing.T) {
 }
 
 func TestProviderSources(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -346,6 +348,7 @@ func TestProviderSources(t *testing.T) {
 // conflicting payload, an oversized body and a repeated header change
 // nothing.
 func TestSlackMessageStartsRun(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -462,6 +465,7 @@ func metaSigned(secret, body string) map[string]string {
 // A WhatsApp message signals a waiting run; the GET challenge; the batch
 // bound (100 events accepted, 101 refused whole).
 func TestWhatsAppMessageSignalsRun(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -531,6 +535,7 @@ func TestWhatsAppMessageSignalsRun(t *testing.T) {
 
 // A Telegram update with the setWebhook secret token starts a run.
 func TestTelegramMessageStartsRun(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -554,6 +559,7 @@ func TestTelegramMessageStartsRun(t *testing.T) {
 // A GitHub push, signed with the webhook secret, starts a run; ping is
 // acknowledged and ignored.
 func TestGitHubPushStartsRun(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -592,6 +598,7 @@ func TestGitHubPushStartsRun(t *testing.T) {
 // no receipt is stored, and the provider's retry is admitted once the
 // store works again.
 func TestIngressFailureBeforeCommit(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -615,6 +622,7 @@ func TestIngressFailureBeforeCommit(t *testing.T) {
 
 // The lists' limit is 1..100 on both sides, and a cursor pages on.
 func TestProviderListsPage(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()
@@ -677,6 +685,7 @@ func seedProviderSources(h *harness, op, act string) (ids map[string]string, con
 // a retry is refused while the owner still lacks it, and dispatches once
 // the grant is back, with the same event identity.
 func TestReceiptBlockedWhenOwnerLosesAuthority(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h := newHarness(t)
 	op := h.localToken()

@@ -83,6 +83,7 @@ func (h *harness) refused(r resp) string {
 }
 
 func TestWebhookTrigger(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h, clk, act := scheduleHarness(t)
 	op := h.localToken()
@@ -245,6 +246,7 @@ func TestWebhookTrigger(t *testing.T) {
 }
 
 func TestWebhookTriggerRules(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h, clk, act := scheduleHarness(t)
 	op := h.localToken()

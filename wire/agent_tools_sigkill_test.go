@@ -69,6 +69,7 @@ const (
 // TestAgentToolCrashChild is the daemon the test below kills: it starts
 // the run and reports it, then waits to be killed.
 func TestAgentToolCrashChild(t *testing.T) {
+	t.Parallel()
 	dir := os.Getenv(crashDirEnv)
 	if dir == "" {
 		t.Skip("helper process of TestAgentToolCallSurvivesSIGKILL")
@@ -92,6 +93,7 @@ func crashYAML(agent string) string {
 }
 
 func TestAgentToolCallSurvivesSIGKILL(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	var hits atomic.Int32
 	arrived := make(chan struct{}, 8)

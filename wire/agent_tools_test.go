@@ -111,6 +111,7 @@ config:
 }
 
 func TestBridgeAgentStepTools(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	var hits atomic.Int32
 	var path, key atomic.Value

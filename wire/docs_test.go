@@ -16,6 +16,7 @@ import (
 // OpenAPI documents the UI offers, without a token; the bridge's copy is the
 // bridge listener's own document naming the bridge listener as its server.
 func TestAPIDocsOnTheServicesListener(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	e := newDaemonEnv(t, "platform:\n  docs:\n    enabled: true\n")
 	for page, assets := range map[string]string{"/swagger-ui.html": "/swagger-ui/", "/docs": "/docs/"} {

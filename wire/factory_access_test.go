@@ -136,6 +136,7 @@ func runIDs(t *testing.T, r res) ([]string, string) {
 // stay the owner's (403), bad tokens are 401, and the owner keeps
 // everything.
 func TestFactoryRunsReadByPlatformPrincipals(t *testing.T) {
+	t.Parallel()
 	idp := newCorpIdP(t)
 	e := newDaemonEnv(t, idp.yaml())
 	repo := testRepo(t)

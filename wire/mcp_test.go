@@ -26,6 +26,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // endpoint of the bridge listener, with the workflows scope; another
 // client cannot read it.
 func TestMCPWorkflowRuns(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	e := newDaemonEnv(t)
 	e.publish(greetingWorkflow, true)

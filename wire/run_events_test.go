@@ -17,6 +17,7 @@ import (
 // from its outbox to the broker topic platform.runs, are delivered by the
 // callbacks service to a configuration subscribed to them.
 func TestRunEventsReachCallbacks(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	e := newDaemonEnv(t, "platform:\n  callbacks:\n    ssrf:\n      allow-loopback: true\n")
 	var mu sync.Mutex

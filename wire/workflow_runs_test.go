@@ -334,6 +334,7 @@ func listIDs(t *testing.T, r res) []string {
 }
 
 func TestBridgeWorkflowRuns(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	e := newDaemonEnv(t)
 	e.publish(greetingWorkflow, true)
@@ -443,6 +444,7 @@ func TestBridgeWorkflowRuns(t *testing.T) {
 // end through bridge jobs of the fake agent: the first answers a JSON
 // object for its output schema, the second text.
 func TestBridgeWorkflowAgentSteps(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	e := newDaemonEnv(t)
 	e.publish(triageWorkflow, true)
@@ -480,6 +482,7 @@ func TestBridgeWorkflowAgentSteps(t *testing.T) {
 // from string inputs: typed properties (the order lines, an array) are
 // given as JSON text and parsed by the input schema.
 func TestBridgeStartsTheExampleWorkflow(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	e := newDaemonEnv(t)
 	files, err := filepath.Glob(filepath.Join("..", "examples", "fulfil-order", "*.yaml"))

@@ -111,6 +111,7 @@ func (h *harness) waitPending(tok, id, kind string) steptest.PendingItem {
 func calls(lines ...string) map[string]any { return map[string]any{"ask": strings.Join(lines, "\n")} }
 
 func TestStepTestAgentTools(t *testing.T) {
+	t.Parallel()
 	h, _, draft, ts := agentHarness(t)
 	op := h.localToken()
 	h.must(200, h.putPolicy(op, "all", ""), nil)
@@ -260,6 +261,7 @@ func TestStepTestAgentTools(t *testing.T) {
 // An agent step test's limit is 900 seconds (an action's 300), by the
 // injected clock.
 func TestStepTestAgentLimit(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h, clk, draft, _ := agentHarness(t)
 	op := h.localToken()
@@ -288,6 +290,7 @@ func TestStepTestAgentLimit(t *testing.T) {
 // A call held for confirmation when the daemon stops is never run: after
 // the restart nothing waits for the answer.
 func TestStepTestAgentConfirmRestart(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h, _, draft, ts := agentHarness(t)
 	op := h.localToken()
@@ -313,6 +316,7 @@ func TestStepTestAgentConfirmRestart(t *testing.T) {
 
 // tool_mocks and real_tools bounds, both sides.
 func TestStepTestAgentToolBounds(t *testing.T) {
+	t.Parallel()
 	h, _, draft, _ := agentHarness(t)
 	op := h.localToken()
 	h.must(200, h.putPolicy(op, "all", ""), nil)
@@ -358,6 +362,7 @@ func TestStepTestAgentToolBounds(t *testing.T) {
 // A test activation's agents call every tool for real: the draft's class
 // counts its agent's tools.
 func TestTestActivationAgentTools(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	h, _, draft, _ := agentHarness(t)
 	op := h.localToken()

@@ -64,6 +64,7 @@ config:
 }
 
 func TestStepTestAgentOverHTTP(t *testing.T) {
+	t.Parallel()
 	var looks, tags atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

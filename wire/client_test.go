@@ -21,6 +21,7 @@ import (
 // shapes decoded into *client.Error (the platform's problem+json with its
 // diagnostics, the bridge's {"error":{...}}).
 func TestTypedClientAgainstTheDaemon(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	ctx := context.Background()
 	e := newDaemonEnv(t)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"github.com/agentbridge/bridge/store"
 )
 
 // The SQL of a job's append-only audit log (table bridge_audit).
@@ -21,7 +22,7 @@ func (s *Service) audit(tx *sql.Tx, jobID string, attempt int, kind string, summ
 		pj = string(b)
 	}
 	_, err = tx.Exec(`INSERT INTO bridge_audit(job_id, seq, attempt, kind, summary, payload, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		jobID, seq, attempt, kind, string(sj), pj, nowString(s.now()))
+		jobID, seq, attempt, kind, string(sj), pj, store.Text(s.now()))
 	return err
 }
 
@@ -59,7 +60,7 @@ func (s *Service) auditEntries(ctx context.Context, jobID string, after, through
 		if payload.Valid {
 			e.Payload = json.RawMessage(payload.String)
 		}
-		e.CreatedAt = parseTime(created)
+		e.CreatedAt = store.FromText(created)
 		n := len(summary) + len(payload.String) + 128
 		if len(entries) == limit || (len(entries) > 0 && size+n > maxBytes) {
 			more = true

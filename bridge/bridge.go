@@ -322,13 +322,6 @@ func (s *Service) Close() error {
 	return nil
 }
 
-// nowString is the one form of times in bridge tables: UTC with exactly
-// nine fraction digits, so text order is time order (queued_at decides
-// which job starts first). Migration 0102 rewrote older rows.
-func nowString(t time.Time) string { return t.UTC().Format(dbTime) }
-
-const dbTime = "2006-01-02T15:04:05.000000000Z07:00"
-
 // workDirOK checks that a requested working directory exists.
 func workDirOK(dir string) error {
 	fi, err := os.Stat(dir)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/agentbridge/bridge/store"
 )
 
 // Idempotency records of jobs and messages are kept for
@@ -50,7 +52,7 @@ func (s *Service) pruneLoop(ctx context.Context, interval time.Duration) {
 // pruneIdempotency deletes the expired idempotency records, a chunk per
 // transaction, and reports how many went.
 func (s *Service) pruneIdempotency(ctx context.Context) (int64, error) {
-	cutoff := nowString(s.idemCutoff())
+	cutoff := store.Text(s.idemCutoff())
 	var total int64
 	for {
 		n, err := s.deleteExpiredIdempotency(ctx, cutoff, pruneChunk)

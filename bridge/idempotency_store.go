@@ -51,7 +51,7 @@ func (s *Service) replay(tx *sql.Tx, p Principal, k *idem) (*Replay, error) {
 	// A record older than bridge.idempotency-retention is expired even
 	// before the prune deletes it (idempotency_retention.go).
 	err := tx.QueryRow(`SELECT body_hash, status, response FROM bridge_idempotency WHERE client_id = ? AND scope = ? AND key = ? AND created_at >= ?`,
-		p.Client, k.scope, k.key, nowString(s.idemCutoff())).Scan(&hash, &status, &resp)
+		p.Client, k.scope, k.key, store.Text(s.idemCutoff())).Scan(&hash, &status, &resp)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -80,7 +80,7 @@ func (s *Service) remember(tx *sql.Tx, p Principal, k *idem, status int, v any) 
 	_, err = tx.Exec(`INSERT INTO bridge_idempotency(client_id, scope, key, body_hash, status, response, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (client_id, scope, key) DO UPDATE SET body_hash = excluded.body_hash, status = excluded.status,
 			response = excluded.response, created_at = excluded.created_at`,
-		p.Client, k.scope, k.key, k.body[:], status, store.Pack(body), nowString(s.now()))
+		p.Client, k.scope, k.key, k.body[:], status, store.Pack(body), store.Text(s.now()))
 	return err
 }
 

@@ -38,12 +38,12 @@ func scanJob(row scanner) (Job, error) {
 		_ = json.Unmarshal([]byte(lastErr.String), j.LastError)
 	}
 	j.resultText = result.String
-	j.CreatedAt, j.UpdatedAt = parseTime(created), parseTime(updated)
+	j.CreatedAt, j.UpdatedAt = store.FromText(created), store.FromText(updated)
 	if started.Valid {
-		j.StartedAt = ptrTime(parseTime(started.String))
+		j.StartedAt = ptrTime(store.FromText(started.String))
 	}
 	if finished.Valid {
-		j.FinishedAt = ptrTime(parseTime(finished.String))
+		j.FinishedAt = ptrTime(store.FromText(finished.String))
 	}
 	return j, nil
 }
@@ -146,7 +146,7 @@ func (s *Service) insertJob(tx *sql.Tx, ev *pending, p Principal, nj newJob) (Jo
 		job.Metadata = map[string]string{}
 	}
 	meta, _ := json.Marshal(job.Metadata)
-	ts := nowString(now)
+	ts := store.Text(now)
 	if _, err := tx.Exec(`INSERT INTO bridge_jobs(id, client_id, profile, provider, source, state, prompt, work_dir, metadata, attempt, created_at, updated_at, queued_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)`,
 		job.ID, job.Client, job.Profile, job.Provider, job.Source, job.State, job.Prompt, job.WorkDir, string(meta), ts, ts, ts); err != nil {
@@ -208,18 +208,18 @@ func (s *Service) saveState(tx *sql.Tx, j *Job, from State, act Action, ev *pend
 	usage, _ := json.Marshal(j.Usage)
 	var started, finished any
 	if j.StartedAt != nil {
-		started = nowString(*j.StartedAt)
+		started = store.Text(*j.StartedAt)
 	}
 	if j.FinishedAt != nil {
-		finished = nowString(*j.FinishedAt)
+		finished = store.Text(*j.FinishedAt)
 	}
 	queued := ""
 	if j.State == StateQueued {
-		queued = nowString(j.UpdatedAt)
+		queued = store.Text(j.UpdatedAt)
 	}
 	_, err := tx.Exec(`UPDATE bridge_jobs SET state = ?, attempt = ?, session_id = ?, last_error = ?, result_text = ?, usage = ?,
 		updated_at = ?, started_at = ?, finished_at = ?, queued_at = CASE WHEN ? = '' THEN queued_at ELSE ? END WHERE id = ?`,
-		j.State, j.Attempt, j.SessionID, lastErr, nullIfEmpty(j.resultText), string(usage), nowString(j.UpdatedAt), started, finished, queued, queued, j.ID)
+		j.State, j.Attempt, j.SessionID, lastErr, nullIfEmpty(j.resultText), string(usage), store.Text(j.UpdatedAt), started, finished, queued, queued, j.ID)
 	if err != nil {
 		return err
 	}
@@ -296,12 +296,12 @@ func (s *Service) attempts(ctx context.Context, jobID string) ([]Attempt, error)
 			_ = json.Unmarshal([]byte(errS.String), a.Error)
 		}
 		_ = json.Unmarshal([]byte(usage), &a.Usage)
-		a.CreatedAt = parseTime(created)
+		a.CreatedAt = store.FromText(created)
 		if started.Valid {
-			a.StartedAt = ptrTime(parseTime(started.String))
+			a.StartedAt = ptrTime(store.FromText(started.String))
 		}
 		if finished.Valid {
-			a.FinishedAt = ptrTime(parseTime(finished.String))
+			a.FinishedAt = ptrTime(store.FromText(finished.String))
 		}
 		out = append(out, a)
 	}
@@ -401,7 +401,7 @@ func (s *Service) jobIDsIn(ctx context.Context, state State, limit int) ([]strin
 // startAttempt records attempt j.Attempt (a retry) with the job's prompt
 // as its first pending message.
 func (s *Service) startAttempt(tx *sql.Tx, j Job, now time.Time) error {
-	if _, err := tx.Exec(`INSERT INTO bridge_attempts(job_id, n, state, reason, created_at) VALUES (?, ?, ?, 'retry', ?)`, j.ID, j.Attempt, StateQueued, nowString(now)); err != nil {
+	if _, err := tx.Exec(`INSERT INTO bridge_attempts(job_id, n, state, reason, created_at) VALUES (?, ?, ?, 'retry', ?)`, j.ID, j.Attempt, StateQueued, store.Text(now)); err != nil {
 		return err
 	}
 	_, err := insertMessage(tx, j, "user", j.Prompt, "pending", now)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"github.com/agentbridge/bridge/store"
 	"time"
 )
 
@@ -22,7 +23,7 @@ func (s *Service) messages(ctx context.Context, jobID string) ([]Message, error)
 		if err := rows.Scan(&m.Seq, &m.Attempt, &m.Role, &m.Text, &m.Status, &created); err != nil {
 			return nil, err
 		}
-		m.CreatedAt = parseTime(created)
+		m.CreatedAt = store.FromText(created)
 		out = append(out, m)
 	}
 	return out, rows.Err()
@@ -37,7 +38,7 @@ func insertMessage(tx *sql.Tx, j Job, role, text, status string, created time.Ti
 	}
 	m := Message{Seq: seq, Attempt: j.Attempt, Role: role, Text: text, Status: status, CreatedAt: created}
 	_, err = tx.Exec(`INSERT INTO bridge_messages(job_id, seq, attempt, role, text, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		j.ID, seq, j.Attempt, role, text, status, nowString(created))
+		j.ID, seq, j.Attempt, role, text, status, store.Text(created))
 	return m, err
 }
 

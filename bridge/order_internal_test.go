@@ -128,7 +128,7 @@ func TestMigrationRewritesTimesToFixedWidth(t *testing.T) {
 			t.Fatal(err)
 		}
 		want, _ := time.Parse(time.RFC3339Nano, ts)
-		if len(queued) != len("2006-01-02T15:04:05.000000000Z") || !parseTime(queued).Equal(want) || created != queued || started.Valid {
+		if len(queued) != len("2006-01-02T15:04:05.000000000Z") || !store.FromText(queued).Equal(want) || created != queued || started.Valid {
 			t.Fatalf("%s became queued_at %q created_at %q started_at %v", ts, queued, created, started)
 		}
 	}

@@ -211,11 +211,6 @@ func (s *Service) watchRevocations(ctx context.Context, every time.Duration, las
 	}
 }
 
-func parseTime(s string) time.Time {
-	t, _ := time.Parse(time.RFC3339Nano, s)
-	return t
-}
-
 // IssueToken mints a client token for the owner (POST
 // /v1/bridge/admin/tokens); the token is shown only in the answer.
 func (s *Service) IssueToken(ctx context.Context, req TokenRequest) (IssuedToken, error) {

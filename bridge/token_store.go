@@ -19,7 +19,7 @@ import (
 func insertToken(ctx context.Context, db *store.DB, hash [32]byte, client string, scopes, profiles []string, now time.Time) error {
 	sj, _ := json.Marshal(scopes)
 	pj, _ := json.Marshal(profiles)
-	ts := nowString(now)
+	ts := store.Text(now)
 	return db.Write(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.Exec(`INSERT INTO bridge_clients(id, created_at) VALUES (?, ?) ON CONFLICT(id) DO NOTHING`, client, ts); err != nil {
 			return err
@@ -42,7 +42,7 @@ func revokeTokens(ctx context.Context, db *store.DB, client string, now time.Tim
 		if exists == 0 {
 			return errf(CodeNotFound, "no client named %q", client)
 		}
-		res, err := tx.Exec(`UPDATE bridge_tokens SET revoked_at = ? WHERE client_id = ? AND revoked_at IS NULL`, nowString(now), client)
+		res, err := tx.Exec(`UPDATE bridge_tokens SET revoked_at = ? WHERE client_id = ? AND revoked_at IS NULL`, store.Text(now), client)
 		if err != nil {
 			return err
 		}
@@ -73,9 +73,9 @@ func listTokens(ctx context.Context, db *sql.DB) ([]TokenInfo, error) {
 		ti.TokenID = tokenID(h)
 		_ = json.Unmarshal([]byte(sj), &ti.Scopes)
 		_ = json.Unmarshal([]byte(pj), &ti.Profiles)
-		ti.CreatedAt = parseTime(created)
+		ti.CreatedAt = store.FromText(created)
 		if revoked.Valid {
-			ti.RevokedAt = ptrTime(parseTime(revoked.String))
+			ti.RevokedAt = ptrTime(store.FromText(revoked.String))
 		}
 		out = append(out, ti)
 	}

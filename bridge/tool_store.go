@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"github.com/agentbridge/bridge/store"
 	"time"
 )
 
@@ -33,9 +34,9 @@ func scanTool(row scanner) (Tool, error) {
 	if t.Files == nil {
 		t.Files = []string{}
 	}
-	t.StartedAt = parseTime(started)
+	t.StartedAt = store.FromText(started)
 	if finished.Valid {
-		f := parseTime(finished.String)
+		f := store.FromText(finished.String)
 		t.FinishedAt = &f
 		d := f.Sub(t.StartedAt).Milliseconds()
 		t.DurationMS = &d
@@ -82,7 +83,7 @@ func (s *Service) lastToolSeq(ctx context.Context, jobID string) (int, error) {
 // of the subagent it runs in, or empty.
 func insertTool(tx *sql.Tx, j Job, seq int, callID, name, input string, files []string, started time.Time, parent string) error {
 	_, err := tx.Exec(`INSERT INTO bridge_tools(job_id, seq, attempt, call_id, name, input, status, files, has_files, started_at, parent_call_id) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)`,
-		j.ID, seq, j.Attempt, callID, name, input, mustJSON(files), len(files) > 0, nowString(started), sql.NullString{String: parent, Valid: parent != ""})
+		j.ID, seq, j.Attempt, callID, name, input, mustJSON(files), len(files) > 0, store.Text(started), sql.NullString{String: parent, Valid: parent != ""})
 	return err
 }
 
@@ -90,7 +91,7 @@ func insertTool(tx *sql.Tx, j Job, seq int, callID, name, input string, files []
 // call's.
 func finishTool(tx *sql.Tx, jobID string, seq int, output, status string, errText *string, files []string, finished time.Time) error {
 	q := `UPDATE bridge_tools SET output = ?, status = ?, error = ?, finished_at = ?`
-	args := []any{output, status, errText, nowString(finished)}
+	args := []any{output, status, errText, store.Text(finished)}
 	if len(files) > 0 {
 		q += `, files = ?, has_files = 1`
 		args = append(args, mustJSON(files))
@@ -103,14 +104,14 @@ func finishTool(tx *sql.Tx, jobID string, seq int, output, status string, errTex
 // abandonTools marks the calls of j's attempt that never got a result.
 func abandonTools(tx *sql.Tx, j Job, now time.Time) error {
 	_, err := tx.Exec(`UPDATE bridge_tools SET status = 'abandoned', finished_at = ? WHERE job_id = ? AND attempt = ? AND status = 'running'`,
-		nowString(now), j.ID, j.Attempt)
+		store.Text(now), j.ID, j.Attempt)
 	return err
 }
 
 // abandonAllTools marks every running call of a job abandoned (a daemon
 // restart found the job running).
 func abandonAllTools(tx *sql.Tx, jobID string, now time.Time) error {
-	_, err := tx.Exec(`UPDATE bridge_tools SET status = 'abandoned', finished_at = ? WHERE job_id = ? AND status = 'running'`, nowString(now), jobID)
+	_, err := tx.Exec(`UPDATE bridge_tools SET status = 'abandoned', finished_at = ? WHERE job_id = ? AND status = 'running'`, store.Text(now), jobID)
 	return err
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"github.com/agentbridge/bridge/store"
 	"time"
 )
 
@@ -22,7 +23,7 @@ func agentJobOf(ctx context.Context, tx *sql.Tx, operationKey string) (jobID, ta
 
 // insertAgentJob records the job an operation created.
 func insertAgentJob(ctx context.Context, tx *sql.Tx, operationKey, jobID, runID, taskID string, now time.Time) error {
-	ts := nowString(now)
+	ts := store.Text(now)
 	_, err := tx.ExecContext(ctx, `INSERT INTO bridge_workflow_agent_jobs(operation_key, job_id, run_id, task_id, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?)`, operationKey, jobID, runID, taskID, ts, ts)
 	return err
@@ -33,7 +34,7 @@ func insertAgentJob(ctx context.Context, tx *sql.Tx, operationKey, jobID, runID,
 func (s *Service) setAgentJobTask(ctx context.Context, operationKey, taskID string) error {
 	return s.db.Write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE bridge_workflow_agent_jobs SET task_id = ?, updated_at = ? WHERE operation_key = ?`,
-			taskID, nowString(s.now()), operationKey)
+			taskID, store.Text(s.now()), operationKey)
 		return err
 	})
 }

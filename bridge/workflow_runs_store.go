@@ -18,7 +18,7 @@ func scanWorkflowRecord(row scanner) (workflowRecord, error) {
 	var rec workflowRecord
 	var created string
 	err := row.Scan(&rec.ID, &rec.Client, &rec.TemplateID, &rec.PlatformRunID, &rec.Hash, &created)
-	rec.CreatedAt = parseTime(created)
+	rec.CreatedAt = store.FromText(created)
 	return rec, err
 }
 
@@ -42,7 +42,7 @@ func insertWorkflowRecord(ctx context.Context, tx *sql.Tx, rec workflowRecord, k
 		idem = key
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO bridge_workflow_runs(id, client_id, template_id, idempotency_key, request_hash, platform_run_id, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`, rec.ID, rec.Client, rec.TemplateID, idem, rec.Hash, rec.PlatformRunID, nowString(rec.CreatedAt))
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, rec.ID, rec.Client, rec.TemplateID, idem, rec.Hash, rec.PlatformRunID, store.Text(rec.CreatedAt))
 	return err
 }
 

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/agentbridge/bridge/store"
 )
 
 // Configuration statuses. DISABLED is set only by the service (a 410 answer,
@@ -385,7 +387,7 @@ func (c *Configuration) signingSecrets(now time.Time) []secret {
 	if len(c.secret) > 0 {
 		out = append(out, c.secret)
 	}
-	if len(c.prevSecret) > 0 && now.UnixMilli() < c.prevUntilRaw {
+	if len(c.prevSecret) > 0 && store.Millis(now) < c.prevUntilRaw {
 		out = append(out, c.prevSecret)
 	}
 	return out

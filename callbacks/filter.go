@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/bridge/httpx"
+	"github.com/agentbridge/bridge/store"
 )
 
 // FilterRequest selects, orders and pages the items of a resource; it is the
@@ -337,7 +338,7 @@ func operand(kind fieldKind, raw json.RawMessage) (any, error) {
 		if err != nil {
 			return nil, errors.New("value must be an RFC 3339 time such as 2025-01-02T15:04:05Z")
 		}
-		return t.UnixMilli(), nil
+		return store.Millis(t), nil
 	}
 	return nil, errors.New("unsupported field")
 }

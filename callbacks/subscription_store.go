@@ -39,7 +39,7 @@ func scanSub() ([]any, func() (EventSubscription, error)) {
 			&active, &since, &created, &updated}, func() (EventSubscription, error) {
 			sub.EventTypePatterns = parseList(patterns)
 			sub.Active = active != 0
-			sub.ActiveSince, sub.CreatedAt, sub.UpdatedAt = time.UnixMicro(since).UTC(), store.FromMillis(created), store.FromMillis(updated)
+			sub.ActiveSince, sub.CreatedAt, sub.UpdatedAt = store.FromMicros(since), store.FromMillis(created), store.FromMillis(updated)
 			return sub, nil
 		}
 }
@@ -84,7 +84,7 @@ func (s *Service) createSub(ctx context.Context, in SubscriptionInput) (EventSub
 	err = s.db.Write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.Exec(`INSERT INTO callback_event_subscriptions (`+subColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?)`,
 			sub.ID, sub.Name, sub.MessagingSystemType, sub.TopicOrQueue, sub.ConsumerGroupID, jsonList(sub.EventTypePatterns),
-			boolInt(sub.Active), sub.ActiveSince.UnixMicro(), store.Millis(now), store.Millis(now))
+			boolInt(sub.Active), store.Micros(sub.ActiveSince), store.Millis(now), store.Millis(now))
 		return err
 	})
 	if isUnique(err) {
@@ -118,7 +118,7 @@ func (s *Service) updateSub(ctx context.Context, id string, in SubscriptionInput
 		_, err = tx.Exec(`UPDATE callback_event_subscriptions SET name = ?, messaging_system_type = ?, topic_or_queue = ?,
 			consumer_group_id = ?, event_type_patterns = ?, active = ?, active_since = ?, updated_at = ? WHERE id = ?`,
 			sub.Name, sub.MessagingSystemType, sub.TopicOrQueue, sub.ConsumerGroupID, jsonList(sub.EventTypePatterns),
-			boolInt(sub.Active), sub.ActiveSince.UnixMicro(), store.Millis(now), id)
+			boolInt(sub.Active), store.Micros(sub.ActiveSince), store.Millis(now), id)
 		return err
 	})
 	if isUnique(err) {

@@ -19,11 +19,6 @@ type dedupeStore struct {
 	window time.Duration
 }
 
-// tsFormat is fixed-width so that stored times sort as text.
-const tsFormat = "2006-01-02T15:04:05.000000000Z"
-
-func fmtTime(t time.Time) string { return t.UTC().Format(tsFormat) }
-
 // claimOrFirst claims provider's deliveryID for eventID and returns "", or
 // returns the event that holds an unexpired claim on it: eventID is then a
 // duplicate.
@@ -53,7 +48,7 @@ func (d *dedupeStore) claim(tx *sql.Tx, provider, deliveryID, eventID string, no
 		ON CONFLICT (provider, delivery_id) DO UPDATE SET
 			event_id = excluded.event_id, seen_at = excluded.seen_at, expires_at = excluded.expires_at
 		WHERE ingest_idempotency.expires_at <= ? OR ingest_idempotency.event_id = excluded.event_id`,
-		provider, deliveryID, eventID, fmtTime(now), now.Add(d.window).UnixMilli(), now.UnixMilli())
+		provider, deliveryID, eventID, store.Text(now), store.Millis(now.Add(d.window)), store.Millis(now))
 	if err != nil {
 		return false, fmt.Errorf("ingest: idempotency claim: %w", err)
 	}
@@ -67,10 +62,10 @@ func (d *dedupeStore) claim(tx *sql.Tx, provider, deliveryID, eventID string, no
 // purge deletes expired claims and event records older than retention.
 func (d *dedupeStore) purge(ctx context.Context, now time.Time, retention time.Duration) error {
 	return d.db.Write(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.Exec(`DELETE FROM ingest_idempotency WHERE expires_at <= ?`, now.UnixMilli()); err != nil {
+		if _, err := tx.Exec(`DELETE FROM ingest_idempotency WHERE expires_at <= ?`, store.Millis(now)); err != nil {
 			return fmt.Errorf("ingest: purge idempotency: %w", err)
 		}
-		if _, err := tx.Exec(`DELETE FROM ingest_events WHERE processed_at < ?`, fmtTime(now.Add(-retention))); err != nil {
+		if _, err := tx.Exec(`DELETE FROM ingest_events WHERE processed_at < ?`, store.Text(now.Add(-retention))); err != nil {
 			return fmt.Errorf("ingest: purge events: %w", err)
 		}
 		return nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentbridge/bridge/store"
 	"github.com/agentbridge/bridge/store/broker"
 )
 
@@ -54,7 +55,7 @@ func (s *Service) sendDeadLetter(ctx context.Context, dl deadLetter) error {
 	h[hDLQStage] = dl.stage
 	h[hDLQReason] = dl.reason
 	h[hDLQDetail] = clip(dl.detail, maxMetaValue)
-	h[hDLQTime] = fmtTime(s.now())
+	h[hDLQTime] = store.Text(s.now())
 	if err := s.headers.protectDeadLetter(h); err != nil {
 		return err
 	}
@@ -129,11 +130,11 @@ func (s *Service) indexDeadLetter(ctx context.Context, m broker.Message) error {
 	size, _ := strconv.Atoi(h[hDataSize])
 	received := h[hTime]
 	if t, err := time.Parse(time.RFC3339Nano, received); err == nil {
-		received = fmtTime(t)
+		received = store.Text(t)
 	}
 	failed := h[hDLQTime]
 	if failed == "" {
-		failed = fmtTime(m.Timestamp)
+		failed = store.Text(m.Timestamp)
 	}
 	return s.upsertDeadLetter(ctx, eventID, h, string(hdrs), payload, status, size, received, failed)
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/agentbridge/bridge/store"
 	"time"
 )
 
@@ -40,10 +41,10 @@ func scanDLQ(sc interface{ Scan(...any) error }, extra ...any) (DLQEntry, error)
 	if err := sc.Scan(dest...); err != nil {
 		return DLQEntry{}, err
 	}
-	e.ReceivedAt, _ = time.Parse(tsFormat, recv)
-	e.FailedAt, _ = time.Parse(tsFormat, failed)
+	e.ReceivedAt = store.FromText(recv)
+	e.FailedAt = store.FromText(failed)
 	if replayed.Valid {
-		t, _ := time.Parse(tsFormat, replayed.String)
+		t := store.FromText(replayed.String)
 		e.ReplayedAt = &t
 	}
 	return e, nil
@@ -98,7 +99,7 @@ func (s *Service) readDeadLetter(ctx context.Context, eventID string) (DLQEntry,
 // markReplayed records a replay of a dead letter at now.
 func (s *Service) markReplayed(ctx context.Context, eventID string, now time.Time) error {
 	return s.db.Write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`UPDATE ingest_dlq SET replayed_at = ?, replays = replays + 1 WHERE event_id = ?`, fmtTime(now), eventID)
+		_, err := tx.Exec(`UPDATE ingest_dlq SET replayed_at = ?, replays = replays + 1 WHERE event_id = ?`, store.Text(now), eventID)
 		return err
 	})
 }

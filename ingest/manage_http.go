@@ -14,6 +14,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/agentbridge/bridge/httpx"
+	"github.com/agentbridge/bridge/store"
 )
 
 // Page is a page of a listing.
@@ -73,7 +74,7 @@ func (s *Service) handleListEvents(w http.ResponseWriter, r *http.Request, _ htt
 	page := Page[Record]{Items: items}
 	if len(items) == limit {
 		last := items[len(items)-1]
-		page.NextCursor = s.encodeCursor(pageKey{Time: fmtTime(last.ProcessedAt), ID: last.EventID}, filter)
+		page.NextCursor = s.encodeCursor(pageKey{Time: store.Text(last.ProcessedAt), ID: last.EventID}, filter)
 	}
 	httpx.WriteJSON(w, http.StatusOK, page)
 	return nil
@@ -109,7 +110,7 @@ func (s *Service) handleListDLQ(w http.ResponseWriter, r *http.Request, _ httpro
 	page := Page[DLQEntry]{Items: items}
 	if len(items) == limit {
 		last := items[len(items)-1]
-		page.NextCursor = s.encodeCursor(pageKey{Time: fmtTime(last.FailedAt), ID: last.EventID}, filter)
+		page.NextCursor = s.encodeCursor(pageKey{Time: store.Text(last.FailedAt), ID: last.EventID}, filter)
 	}
 	httpx.WriteJSON(w, http.StatusOK, page)
 	return nil

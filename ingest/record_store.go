@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"time"
+
+	"github.com/agentbridge/bridge/store"
 )
 
 // Processing outcomes recorded in ingest_events.
@@ -36,7 +38,7 @@ func writeRecord(tx *sql.Tx, rec Record) error {
 		ON CONFLICT (event_id) DO UPDATE SET delivery_id = excluded.delivery_id, status = excluded.status,
 			reason = excluded.reason, topic = excluded.topic, processed_at = excluded.processed_at,
 			attempts = ingest_events.attempts + 1`,
-		rec.EventID, rec.Provider, rec.DeliveryID, rec.Status, rec.Reason, rec.Topic, fmtTime(rec.ReceivedAt), fmtTime(rec.ProcessedAt))
+		rec.EventID, rec.Provider, rec.DeliveryID, rec.Status, rec.Reason, rec.Topic, store.Text(rec.ReceivedAt), store.Text(rec.ProcessedAt))
 	if err != nil {
 		return fmt.Errorf("ingest: record event %s: %w", rec.EventID, err)
 	}
@@ -73,8 +75,8 @@ func (s *Service) listRecords(ctx context.Context, f RecordFilter, after *pageKe
 		if err := rows.Scan(&r.EventID, &r.Provider, &r.DeliveryID, &r.Status, &r.Reason, &r.Topic, &recv, &proc, &r.Attempts); err != nil {
 			return nil, fmt.Errorf("ingest: list events: %w", err)
 		}
-		r.ReceivedAt, _ = time.Parse(tsFormat, recv)
-		r.ProcessedAt, _ = time.Parse(tsFormat, proc)
+		r.ReceivedAt = store.FromText(recv)
+		r.ProcessedAt = store.FromText(proc)
 		out = append(out, r)
 	}
 	return out, rows.Err()
@@ -92,7 +94,7 @@ func (s *Service) Record(ctx context.Context, eventID string) (Record, bool, err
 	if err != nil {
 		return Record{}, false, fmt.Errorf("ingest: read event %s: %w", eventID, err)
 	}
-	r.ReceivedAt, _ = time.Parse(tsFormat, recv)
-	r.ProcessedAt, _ = time.Parse(tsFormat, proc)
+	r.ReceivedAt = store.FromText(recv)
+	r.ProcessedAt = store.FromText(proc)
 	return r, true, nil
 }

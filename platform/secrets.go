@@ -45,7 +45,7 @@ func secret(ctx context.Context, db *store.DB, box *secretbox.Box, name string, 
 		return nil, fmt.Errorf("platform: seal secret %s: %w", name, err)
 	}
 	err = db.Write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO platform_secrets(name, sealed, created_at) VALUES (?, ?, ?)`, name, sealed, time.Now().UnixMilli())
+		_, err := tx.ExecContext(ctx, `INSERT INTO platform_secrets(name, sealed, created_at) VALUES (?, ?, ?)`, name, sealed, store.Millis(time.Now()))
 		return err
 	})
 	if err != nil {

@@ -170,7 +170,7 @@ func applyMigrations(ctx context.Context, db *sql.DB, pending []Migration) ([]Mi
 			return done, fmt.Errorf("store: migration %s: %w", m.Name, err)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)`,
-			m.Version, m.Name, time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
+			m.Version, m.Name, Text(time.Now())); err != nil {
 			tx.Rollback()
 			return done, fmt.Errorf("store: record migration %s: %w", m.Name, err)
 		}

@@ -6,15 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/agentbridge/bridge/store"
 )
 
 // errNotFound is returned by reads that find no row.
 var errNotFound = errors.New("activation: not found")
-
-func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 
 // environmentExists reports whether the environment exists in the project
 // and tenant.
@@ -45,12 +42,12 @@ func scanActivation(sc interface{ Scan(...any) error }) (Activation, error) {
 	if err := json.Unmarshal([]byte(bindings), &a.ConnectionBindings); err != nil {
 		return a, fmt.Errorf("activation: stored connection bindings: %w", err)
 	}
-	a.CreatedAt = msTime(created)
+	a.CreatedAt = store.FromMillis(created)
 	if name.Valid {
 		a.Name = &name.String
 	}
 	if retired.Valid {
-		t := msTime(retired.Int64)
+		t := store.FromMillis(retired.Int64)
 		a.RetiredAt = &t
 	}
 	if retiredBy.Valid {
@@ -70,7 +67,7 @@ func insertActivation(ctx context.Context, tx *sql.Tx, tenant string, a Activati
 	_, err = tx.ExecContext(ctx, `INSERT INTO platform_activations(tenant_id, `+activationCols+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL)`,
 		tenant, a.ID, a.EnvironmentID, a.ProjectID, a.PublishedVersionID, a.WorkflowID, a.WorkflowVersion, a.Digest,
-		a.Name, string(a.InputDefaults), string(bindings), a.Status, a.Revision, a.CreatedAt.UnixMilli(), a.CreatedBy)
+		a.Name, string(a.InputDefaults), string(bindings), a.Status, a.Revision, store.Millis(a.CreatedAt), a.CreatedBy)
 	if err != nil {
 		return fmt.Errorf("activation: insert activation: %w", err)
 	}
@@ -137,7 +134,7 @@ func listActivations(ctx context.Context, q store.Querier, env, status, after st
 func retireActivation(ctx context.Context, tx *sql.Tx, a Activation) error {
 	res, err := tx.ExecContext(ctx, `UPDATE platform_activations SET status = ?, revision = ?, retired_at = ?, retired_by = ?, retirement_reason = ?
 		WHERE id = ? AND status = 'active' AND revision = ?`,
-		StatusRetired, a.Revision, a.RetiredAt.UnixMilli(), a.RetiredBy, a.RetirementReason, a.ID, a.Revision-1)
+		StatusRetired, a.Revision, store.Millis(*a.RetiredAt), a.RetiredBy, a.RetirementReason, a.ID, a.Revision-1)
 	if err != nil {
 		return fmt.Errorf("activation: retire activation: %w", err)
 	}

@@ -32,16 +32,16 @@ func kindPtr(k sql.NullString) *string {
 // revision sourceRev.
 func draftView(d draftRow, revs []draftRevision, source string, sourceRev int64) Draft {
 	v := Draft{ID: d.ID, Kind: kindPtr(d.Kind), Revision: d.Revision, Source: source, SourceRevision: sourceRev, Format: FormatYAML,
-		CreatedAt: msTime(d.CreatedAt), CreatedBy: d.CreatedBy, UpdatedAt: msTime(d.UpdatedAt), UpdatedBy: d.UpdatedBy,
+		CreatedAt: store.FromMillis(d.CreatedAt), CreatedBy: d.CreatedBy, UpdatedAt: store.FromMillis(d.UpdatedAt), UpdatedBy: d.UpdatedBy,
 		Retired: d.RetiredAt.Valid, Revisions: make([]DraftHistory, 0, len(revs))}
 	if d.RetiredAt.Valid {
-		t := msTime(d.RetiredAt.Int64)
+		t := store.FromMillis(d.RetiredAt.Int64)
 		by := d.RetiredBy.String
 		v.RetiredAt, v.RetiredBy = &t, &by
 	}
 	for _, r := range revs {
 		v.Revisions = append(v.Revisions, DraftHistory{Revision: r.Revision, Action: r.Action, Kind: kindPtr(r.Kind),
-			SourceDigest: sourceDigest(r.Source), SourceBytes: len(r.Source), At: msTime(r.At), By: r.By})
+			SourceDigest: sourceDigest(r.Source), SourceBytes: len(r.Source), At: store.FromMillis(r.At), By: r.By})
 	}
 	return v
 }
@@ -97,7 +97,7 @@ func (s *Service) saveDraftRoute(c *api.Call) error {
 		if err := s.requireProject(ctx, tx, c); err != nil {
 			return nil, err
 		}
-		now := s.now().UnixMilli()
+		now := store.Millis(s.now())
 		d, err := getDraft(ctx, tx, id)
 		create := errors.Is(err, errNotFound)
 		switch {
@@ -166,7 +166,7 @@ func (s *Service) retireDraftRoute(c *api.Call) error {
 		if err := api.CheckRevision(c.IfMatch(), d.Revision); err != nil {
 			return nil, err
 		}
-		now := s.now().UnixMilli()
+		now := store.Millis(s.now())
 		d.Revision++
 		d.UpdatedAt, d.UpdatedBy = now, by
 		d.RetiredAt, d.RetiredBy = sql.NullInt64{Int64: now, Valid: true}, sql.NullString{String: by, Valid: true}
@@ -250,9 +250,9 @@ func (s *Service) listDraftsRoute(c *api.Call) error {
 	}
 	items := make([]DraftSummary, len(rows))
 	for i, d := range rows {
-		items[i] = DraftSummary{ID: d.ID, Kind: kindPtr(d.Kind), Revision: d.Revision, UpdatedAt: msTime(d.UpdatedAt), Retired: d.RetiredAt.Valid}
+		items[i] = DraftSummary{ID: d.ID, Kind: kindPtr(d.Kind), Revision: d.Revision, UpdatedAt: store.FromMillis(d.UpdatedAt), Retired: d.RetiredAt.Valid}
 		if d.RetiredAt.Valid {
-			t := msTime(d.RetiredAt.Int64)
+			t := store.FromMillis(d.RetiredAt.Int64)
 			items[i].RetiredAt = &t
 		}
 	}

@@ -7,15 +7,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/agentbridge/bridge/store"
 )
 
 // errNotFound is returned by reads that find no row.
 var errNotFound = errors.New("catalog: not found")
-
-func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 
 func projectExists(ctx context.Context, q store.Querier, tenant, project string) (bool, error) {
 	var n int
@@ -37,7 +34,7 @@ func scanVersion(sc interface{ Scan(...any) error }) (Version, error) {
 	}
 	v.Artifact = []byte(art)
 	v.Format = FormatYAML
-	v.PublishedAt = msTime(at)
+	v.PublishedAt = store.FromMillis(at)
 	return v, nil
 }
 
@@ -45,7 +42,7 @@ func insertVersion(ctx context.Context, tx *sql.Tx, tenant, project string, v Ve
 	_, err := tx.ExecContext(ctx, `INSERT INTO platform_definition_versions(`+versionCols+`, tenant_id, project_id)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		v.ID, v.Kind, v.DefinitionID, v.Version, v.Digest, string(v.Artifact), v.Source, v.CatalogDigest,
-		v.PublishedAt.UnixMilli(), v.PublishedBy, tenant, project)
+		store.Millis(v.PublishedAt), v.PublishedBy, tenant, project)
 	if err != nil {
 		return fmt.Errorf("catalog: insert published version: %w", err)
 	}

@@ -42,7 +42,7 @@ func readArchiveFacts(ctx context.Context, q store.Querier, env, id string) (arc
 		return f, fmt.Errorf("engine: read run %s for archiving: %w", id, err)
 	}
 	if archived.Valid {
-		t := msTime(archived.Int64)
+		t := store.FromMillis(archived.Int64)
 		f.ArchivedAt = &t
 	}
 	f.Busy = busy > 0
@@ -165,10 +165,10 @@ func storeArchive(ctx context.Context, tx *sql.Tx, id string, packed []byte, nEv
 		args      []any
 	}{
 		{"insert archive", `INSERT INTO platform_run_archives(run_id, history, event_count, log_count, archived_at) VALUES (?, ?, ?, ?, ?)`,
-			[]any{id, packed, nEvents, nLogs, at.UnixMilli()}},
+			[]any{id, packed, nEvents, nLogs, store.Millis(at)}},
 		{"delete archived events", `DELETE FROM platform_run_events WHERE run_id = ?`, []any{id}},
 		{"delete archived logs", `DELETE FROM platform_run_logs WHERE run_id = ?`, []any{id}},
-		{"mark archived", `UPDATE platform_runs SET archived_at = ? WHERE id = ?`, []any{at.UnixMilli(), id}},
+		{"mark archived", `UPDATE platform_runs SET archived_at = ? WHERE id = ?`, []any{store.Millis(at), id}},
 	} {
 		if _, err := tx.ExecContext(ctx, st.sql, st.args...); err != nil {
 			return fmt.Errorf("engine: %s of run %s: %w", st.what, id, err)
@@ -282,7 +282,7 @@ func dueForArchive(ctx context.Context, q store.Querier, cutoff time.Time, after
 	return runRefs(ctx, q, "runs due for archiving", `SELECT id, environment_id, updated_at, rowid FROM platform_runs
 		WHERE archived_at IS NULL AND updated_at < ? AND (updated_at > ? OR (updated_at = ? AND rowid > ?))
 		AND status IN ('succeeded', 'failed', 'cancelled', 'timed_out')
-		ORDER BY updated_at, rowid LIMIT ?`, cutoff.UnixMilli(), after.at, after.at, after.rowid, limit)
+		ORDER BY updated_at, rowid LIMIT ?`, store.Millis(cutoff), after.at, after.at, after.rowid, limit)
 }
 
 // dueForPurge is the purging queue: archived runs by archive time (index
@@ -290,7 +290,7 @@ func dueForArchive(ctx context.Context, q store.Querier, cutoff time.Time, after
 func dueForPurge(ctx context.Context, q store.Querier, cutoff time.Time, after retentionCursor, limit int) ([]runRef, error) {
 	return runRefs(ctx, q, "runs due for purging", `SELECT id, environment_id, archived_at, rowid FROM platform_runs
 		WHERE archived_at IS NOT NULL AND archived_at < ? AND (archived_at > ? OR (archived_at = ? AND rowid > ?))
-		ORDER BY archived_at, rowid LIMIT ?`, cutoff.UnixMilli(), after.at, after.at, after.rowid, limit)
+		ORDER BY archived_at, rowid LIMIT ?`, store.Millis(cutoff), after.at, after.at, after.rowid, limit)
 }
 
 func runRefs(ctx context.Context, q store.Querier, what, query string, args ...any) ([]runRef, error) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/bridge/platform/kernel"
+	"github.com/agentbridge/bridge/store"
 )
 
 // Executors of dispatch rows.
@@ -111,7 +112,7 @@ func (s *Service) dispatch(ctx context.Context) (bool, error) {
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("engine: list dispatches: %w", err)
 		}
-		now := s.timestamp().UnixMilli()
+		now := store.Millis(s.timestamp())
 		for _, d := range claimed {
 			if _, err := tx.ExecContext(ctx, `UPDATE platform_task_dispatches SET status = 'started', started_at = ? WHERE task_id = ?`,
 				now, d.TaskID); err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/agentbridge/bridge/platform/kernel"
+	"github.com/agentbridge/bridge/store"
 )
 
 // perform turns the effects of an accepted event into durable work, in the
@@ -104,7 +105,7 @@ func (s *Service) startTask(ctx context.Context, tx *sql.Tx, r *runRow, p *progr
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO platform_task_dispatches(task_id, run_id, environment_id, executor, spec, status, created_at)
 		VALUES (?, ?, ?, ?, ?, 'pending', ?) ON CONFLICT(task_id) DO NOTHING`,
-		t.TaskID, r.ID, r.Environment, executor, spec, s.timestamp().UnixMilli()); err != nil {
+		t.TaskID, r.ID, r.Environment, executor, spec, store.Millis(s.timestamp())); err != nil {
 		return fmt.Errorf("engine: queue task %s: %w", t.TaskID, err)
 	}
 	s.dispatchPending.Store(true)
@@ -235,7 +236,7 @@ func (s *Service) enqueue(ctx context.Context, tx *sql.Tx, id string, e kernel.E
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO platform_run_inbox(run_id, event, created_at) VALUES (?, ?, ?)`,
-		id, sealed, s.timestamp().UnixMilli()); err != nil {
+		id, sealed, store.Millis(s.timestamp())); err != nil {
 		return fmt.Errorf("engine: hold event for run %s: %w", id, err)
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE platform_runs SET needs_work = 1 WHERE id = ?`, id); err != nil {

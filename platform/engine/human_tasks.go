@@ -70,17 +70,9 @@ func scanHuman(sc interface{ Scan(...any) error }) (humanRow, error) {
 		h.Data = json.RawMessage(data.String)
 	}
 	h.ClaimedBy, h.CompletedBy, h.Decision, h.CloseReason = claimedBy.String, completedBy.String, decision.String, reason.String
-	h.ClaimedAt, h.ClosedAt, h.Deadline = msPtr(claimedAt), msPtr(closedAt), msPtr(deadline)
-	h.OpenedAt, h.UpdatedAt = msTime(opened), msTime(updated)
+	h.ClaimedAt, h.ClosedAt, h.Deadline = store.FromNullMillis(claimedAt), store.FromNullMillis(closedAt), store.FromNullMillis(deadline)
+	h.OpenedAt, h.UpdatedAt = store.FromMillis(opened), store.FromMillis(updated)
 	return h, nil
-}
-
-func msPtr(v sql.NullInt64) *time.Time {
-	if !v.Valid {
-		return nil
-	}
-	t := msTime(v.Int64)
-	return &t
 }
 
 // getHuman reads a human task of the environment.
@@ -154,14 +146,14 @@ func openHumanTask(ctx context.Context, tx *sql.Tx, r *runRow, h *kernel.HumanTa
 	}
 	var deadline *int64
 	if h.Deadline != nil {
-		d := h.Deadline.UnixMilli()
+		d := store.Millis(*h.Deadline)
 		deadline = &d
 	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO platform_human_tasks(id, run_id, environment_id, node_id, instance, generation, title,
 		description, assignees, decisions, form, status, opened_at, deadline_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
 		h.ID, r.ID, r.Environment, h.Node, h.Instance, h.Generation, h.Title, h.Description, string(assignees), string(decisions),
-		form, h.OpenedAt.UnixMilli(), deadline, r.UpdatedAt.UnixMilli())
+		form, store.Millis(h.OpenedAt), deadline, store.Millis(r.UpdatedAt))
 	if err != nil {
 		return fmt.Errorf("engine: store human task %s: %w", h.ID, err)
 	}
@@ -187,7 +179,7 @@ func closeHumanTask(ctx context.Context, tx *sql.Tx, r *runRow, h *kernel.HumanT
 	if h == nil {
 		return nil
 	}
-	at := r.UpdatedAt.UnixMilli()
+	at := store.Millis(r.UpdatedAt)
 	res, err := tx.ExecContext(ctx, `UPDATE platform_human_tasks SET status = 'closed', close_reason = ?, closed_at = ?,
 		revision = revision + 1, updated_at = ? WHERE id = ? AND status <> 'closed'`, reason, at, at, h.ID)
 	if err != nil {
@@ -211,7 +203,7 @@ type humanChange struct {
 // task as stored after it. A concurrent change is an error (writes are
 // serialized, so it does not happen).
 func updateHuman(ctx context.Context, tx *sql.Tx, h humanRow, c humanChange, now time.Time) (humanRow, error) {
-	at := now.UnixMilli()
+	at := store.Millis(now)
 	var claimedAt *int64
 	if c.ClaimedBy != "" {
 		claimedAt = &at
@@ -229,7 +221,7 @@ func updateHuman(ctx context.Context, tx *sql.Tx, h humanRow, c humanChange, now
 
 // completeHuman records the completion of a task.
 func completeHuman(ctx context.Context, tx *sql.Tx, h humanRow, by, decision string, data json.RawMessage, now time.Time) (humanRow, error) {
-	at := now.UnixMilli()
+	at := store.Millis(now)
 	var stored *string
 	if len(data) > 0 {
 		d := string(data)

@@ -17,6 +17,7 @@ import (
 	"github.com/agentbridge/bridge/platform/api"
 	"github.com/agentbridge/bridge/platform/auth"
 	"github.com/agentbridge/bridge/platform/kernel"
+	"github.com/agentbridge/bridge/store"
 )
 
 // tagIncidents is the OpenAPI tag of the incident routes.
@@ -110,7 +111,7 @@ func indexIncidents(ctx context.Context, tx *sql.Tx, run, env string, effects []
 		inc := ef.Incident
 		if _, err := tx.ExecContext(ctx, `INSERT INTO platform_run_incidents(incident_id, run_id, environment_id, status, opened_at)
 			VALUES (?, ?, ?, ?, ?) ON CONFLICT(incident_id) DO UPDATE SET status = excluded.status, opened_at = excluded.opened_at`,
-			inc.ID, run, env, string(inc.Status), inc.OpenedAt.UnixMilli()); err != nil {
+			inc.ID, run, env, string(inc.Status), store.Millis(inc.OpenedAt)); err != nil {
 			return fmt.Errorf("engine: index incident: %w", err)
 		}
 	}
@@ -195,7 +196,7 @@ func (s *Service) listIncidents(c *api.Call) error {
 		if r.Legacy || inc == nil {
 			// The run's state cannot be shown, or was replaced when such a
 			// run was cancelled: a placeholder from the index.
-			items = append(items, Incident{ID: x.incident, RunID: x.run, Status: x.status, OpenedAt: msTime(x.opened), Unavailable: true})
+			items = append(items, Incident{ID: x.incident, RunID: x.run, Status: x.status, OpenedAt: store.FromMillis(x.opened), Unavailable: true})
 			continue
 		}
 		items = append(items, incidentView(r.ID, inc))
@@ -325,7 +326,7 @@ func (s *Service) resolve(c *api.Call) error {
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO platform_incident_receipts(receipt_id, incident_id, principal_id, request_hash,
 			revision, body, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`, req.ReceiptID, id, by, hash, inc.Revision, string(body),
-			s.timestamp().UnixMilli()); err != nil {
+			store.Millis(s.timestamp())); err != nil {
 			return nil, fmt.Errorf("engine: store receipt: %w", err)
 		}
 		return &api.Result{Body: json.RawMessage(body), Revision: int64(inc.Revision)}, nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentbridge/bridge/platform/api"
 	"github.com/agentbridge/bridge/platform/kernel"
+	"github.com/agentbridge/bridge/store"
 )
 
 // cancelLegacy cancels a run whose state cannot be shown (docs/platform-api.md: "cancelling
@@ -27,7 +28,7 @@ func (s *Service) cancelLegacy(ctx context.Context, tx *sql.Tx, r runRow, reason
 		return nil, fmt.Errorf("engine: encode state: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE platform_runs SET status = 'cancelled', state = ?, needs_work = 0, paused = 0, updated_at = ?
-		WHERE id = ?`, string(raw), now.UnixMilli(), r.ID); err != nil {
+		WHERE id = ?`, string(raw), store.Millis(now), r.ID); err != nil {
 		return nil, fmt.Errorf("engine: cancel legacy run: %w", err)
 	}
 	if err := forgetWork(ctx, tx, r.ID); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/agentbridge/bridge/platform/api"
 	"github.com/agentbridge/bridge/platform/auth"
 	"github.com/agentbridge/bridge/platform/kernel"
+	"github.com/agentbridge/bridge/store"
 )
 
 // List limits (docs/platform-api.md, "Limits"): run summaries page with the generic
@@ -251,13 +252,13 @@ func stamp(t *time.Time) string {
 
 // floorMs and ceilMs convert a time to the stored milliseconds, rounding
 // down or up, so that comparisons with sub-millisecond bounds are exact.
-func floorMs(t time.Time) int64 { return t.UnixMilli() }
+func floorMs(t time.Time) int64 { return store.Millis(t) }
 
 func ceilMs(t time.Time) int64 {
 	if t.Nanosecond()%int(time.Millisecond) != 0 {
-		return t.UnixMilli() + 1
+		return store.Millis(t) + 1
 	}
-	return t.UnixMilli()
+	return store.Millis(t)
 }
 
 // limitedPage is Call.PageQuery with a limit of 1..max (default def)

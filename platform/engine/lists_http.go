@@ -136,7 +136,7 @@ func (s *Service) listRuns(c *api.Call) error {
 			}
 			r.Workflow = fmt.Sprintf("%s@%d", wf, version)
 			r.ParentRunID, r.CallerRunID, r.CorrelationKey, r.BusinessKey = nullable(parent), nullable(caller), nullable(corr), nullable(biz)
-			r.CreatedAt, r.UpdatedAt = msTime(created), msTime(updated)
+			r.CreatedAt, r.UpdatedAt = store.FromMillis(created), store.FromMillis(updated)
 			if kernel.Status(r.Status).Terminal() {
 				r.EndedAt = timePtr(r.UpdatedAt)
 			}
@@ -378,7 +378,7 @@ func (s *Service) runLogs(c *api.Call) error {
 			if err := rows.Scan(&l.ID, &at, &seq, &l.Level, &l.Type, &node, &l.Message, &data); err != nil {
 				return err
 			}
-			l.At, l.NodeID = msTime(at), nullable(node)
+			l.At, l.NodeID = store.FromMillis(at), nullable(node)
 			if seq.Valid {
 				l.Seq = &seq.Int64
 			}

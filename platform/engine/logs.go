@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/bridge/platform/kernel"
+	"github.com/agentbridge/bridge/store"
 )
 
 // logLine is one line of a run's log: a history fact or an engine note.
@@ -58,7 +59,7 @@ func writeLogs(ctx context.Context, tx *sql.Tx, id string, lines []logLine) erro
 			if l.Seq > 0 {
 				seq = &l.Seq
 			}
-			args = append(args, id, l.At.UnixMilli(), seq, l.Level, l.Type, optional(l.Node), l.Message, data)
+			args = append(args, id, store.Millis(l.At), seq, l.Level, l.Type, optional(l.Node), l.Message, data)
 		}
 		if _, err := tx.ExecContext(ctx, logInsert+strings.Repeat(logRow+", ", n-1)+logRow, args...); err != nil {
 			return fmt.Errorf("engine: write run log: %w", err)

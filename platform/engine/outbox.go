@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentbridge/bridge/store"
 	"github.com/agentbridge/bridge/store/broker"
 )
 
@@ -65,7 +66,7 @@ func (s *Service) emitOutbox(ctx context.Context, tx *sql.Tx, r *runRow, typ str
 		return fmt.Errorf("engine: encode %s: %w", typ, err)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO platform_outbox(event_id, event_type, run_id, payload, created_at) VALUES (?, ?, ?, ?, ?)`,
-		ev.ID, typ, r.ID, string(raw), ev.OccurredAt.UnixMilli()); err != nil {
+		ev.ID, typ, r.ID, string(raw), store.Millis(ev.OccurredAt)); err != nil {
 		return fmt.Errorf("engine: write outbox: %w", err)
 	}
 	s.outboxPending.Store(true)

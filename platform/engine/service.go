@@ -208,7 +208,7 @@ func (s *Service) untilNextDue(ctx context.Context) time.Duration {
 	if err != nil || !next.Valid {
 		return PollInterval
 	}
-	d := time.Until(msTime(next.Int64))
+	d := time.Until(store.FromMillis(next.Int64))
 	if d <= 0 {
 		// Due already but not handled by the turn that just ran (its
 		// batch was full and the loop is woken anyway, or it keeps
@@ -299,7 +299,7 @@ func (s *Service) advance(ctx context.Context) bool {
 		}
 	})
 	more := len(ids) >= BatchSize
-	ids, err = idsWhere(ctx, s.db.Reader(), dueQuery, s.timestamp().UnixMilli(), MaxTenantsPerTurn, BatchSize)
+	ids, err = idsWhere(ctx, s.db.Reader(), dueQuery, store.Millis(s.timestamp()), MaxTenantsPerTurn, BatchSize)
 	if err != nil {
 		s.logErr(ctx, "list due timers", err)
 		return more

@@ -26,8 +26,6 @@ const CodeLegacyUnavailable = "PF-LEGACY-UNAVAILABLE"
 var errLegacy = &api.Error{Status: 409, Code: CodeLegacyUnavailable,
 	Message: "the run was written by another version and its state cannot be shown; it can still be cancelled"}
 
-func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
-
 // runRow is a stored run.
 type runRow struct {
 	ID, Tenant, Project, Environment, ActivationID string
@@ -69,7 +67,7 @@ func (sl sealer) scanRun(sc interface{ Scan(...any) error }) (runRow, error) {
 		r.State = kernel.State{RunID: r.ID, Status: kernel.Status(status), Seq: seq}
 	}
 	r.ParentRunID, r.CorrelationKey, r.BusinessKey = nullable(parent), nullable(corr), nullable(biz)
-	r.CreatedAt, r.UpdatedAt = msTime(created), msTime(updated)
+	r.CreatedAt, r.UpdatedAt = store.FromMillis(created), store.FromMillis(updated)
 	return r, nil
 }
 
@@ -108,7 +106,7 @@ func insertRun(ctx context.Context, tx *sql.Tx, r runRow) error {
 		published_version_id, caller_run_id, caller_child_id, test)
 		VALUES (?, ?, ?, ?, ?, ?, 'running', '{}', 1, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.Tenant, r.Project, r.Environment, r.ActivationID, r.ParentRunID, r.CorrelationKey, r.BusinessKey,
-		r.CreatedAt.UnixMilli(), r.UpdatedAt.UnixMilli(), r.CreatedBy, optional(r.PublishedVersionID), r.CallerRunID, r.CallerChildID, r.Test)
+		store.Millis(r.CreatedAt), store.Millis(r.UpdatedAt), r.CreatedBy, optional(r.PublishedVersionID), r.CallerRunID, r.CallerChildID, r.Test)
 	if err != nil {
 		return fmt.Errorf("engine: insert run: %w", err)
 	}
@@ -149,11 +147,11 @@ func (s *Service) saveStep(ctx context.Context, tx *sql.Tx, id string, prev, st 
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO platform_run_events(run_id, seq, kind, payload, records, at) VALUES (?, ?, ?, ?, ?, ?)`,
-		id, e.Seq, string(e.Kind), payload, string(recs), e.At.UnixMilli()); err != nil {
+		id, e.Seq, string(e.Kind), payload, string(recs), store.Millis(e.At)); err != nil {
 		return fmt.Errorf("engine: append event: %w", err)
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE platform_runs SET status = ?, state = ?, seq = ?, needs_work = ?, updated_at = ?
-		WHERE id = ? AND (seq = ? OR ? = 0)`, string(st.Status), state, st.Seq, work, e.At.UnixMilli(), id, prevSeq, prevSeq)
+		WHERE id = ? AND (seq = ? OR ? = 0)`, string(st.Status), state, st.Seq, work, store.Millis(e.At), id, prevSeq, prevSeq)
 	if err != nil {
 		return fmt.Errorf("engine: store state: %w", err)
 	}
@@ -183,7 +181,7 @@ func saveTimers(ctx context.Context, tx *sql.Tx, id string, prev, timers map[str
 			continue
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO platform_run_timers(run_id, timer_id, due_at) VALUES (?, ?, ?)
-			ON CONFLICT(run_id, timer_id) DO UPDATE SET due_at = excluded.due_at`, id, tid, t.Due.UnixMilli()); err != nil {
+			ON CONFLICT(run_id, timer_id) DO UPDATE SET due_at = excluded.due_at`, id, tid, store.Millis(t.Due)); err != nil {
 			return fmt.Errorf("engine: store timers: %w", err)
 		}
 	}
@@ -248,7 +246,7 @@ func (s *Service) listEvents(ctx context.Context, q store.Querier, id string, af
 		if err != nil {
 			return nil, fmt.Errorf("engine: event %d of run %s: %w", e.Seq, id, err)
 		}
-		e.Payload, e.Records, e.At = json.RawMessage(plain), json.RawMessage(records), msTime(at)
+		e.Payload, e.Records, e.At = json.RawMessage(plain), json.RawMessage(records), store.FromMillis(at)
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {

@@ -58,14 +58,14 @@ func (sl sealer) scanWorkerTask(sc interface{ Scan(...any) error }) (workerTask,
 		return w, err
 	}
 	if lease.Valid {
-		t := msTime(lease.Int64)
+		t := store.FromMillis(lease.Int64)
 		w.LeaseExpiresAt = &t
 	}
 	if claimBy.Valid {
-		t := msTime(claimBy.Int64)
+		t := store.FromMillis(claimBy.Int64)
 		w.ClaimDeadline = &t
 	}
-	w.CreatedAt = msTime(created)
+	w.CreatedAt = store.FromMillis(created)
 	return w, nil
 }
 
@@ -109,12 +109,12 @@ func (s *Service) enqueueWorkerTask(ctx context.Context, tx *sql.Tx, r *runRow, 
 	}
 	var deadline *int64
 	if t.Deadline != nil {
-		ms := claimDeadline(r.UpdatedAt, *t.Deadline).UnixMilli()
+		ms := store.Millis(claimDeadline(r.UpdatedAt, *t.Deadline))
 		deadline = &ms
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO platform_worker_tasks(task_id, run_id, tenant_id, project_id, environment_id,
 		queue, spec, status, deadline_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'ready', ?, ?) ON CONFLICT(task_id) DO NOTHING`,
-		t.TaskID, r.ID, r.Tenant, r.Project, r.Environment, queue, spec, deadline, r.UpdatedAt.UnixMilli()); err != nil {
+		t.TaskID, r.ID, r.Tenant, r.Project, r.Environment, queue, spec, deadline, store.Millis(r.UpdatedAt)); err != nil {
 		return fmt.Errorf("engine: queue worker task %s: %w", t.TaskID, err)
 	}
 	return nil
@@ -147,7 +147,7 @@ func endWorkerTask(ctx context.Context, tx *sql.Tx, id, run, env string, e taskE
 	if _, err := tx.ExecContext(ctx, `INSERT INTO platform_worker_task_ends(task_id, run_id, environment_id, outcome, reason,
 		worker_id, principal_id, request_hash, response, ended_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(task_id) DO NOTHING`,
 		id, run, env, e.Outcome, e.Reason, optional(e.WorkerID), optional(e.PrincipalID), e.Hash, optional(e.Response),
-		e.EndedAt.UnixMilli()); err != nil {
+		store.Millis(e.EndedAt)); err != nil {
 		return fmt.Errorf("engine: record end of worker task %s: %w", id, err)
 	}
 	return nil
@@ -168,7 +168,7 @@ func getTaskEnd(ctx context.Context, q store.Querier, env, id string) (taskEnd, 
 	if err != nil {
 		return e, fmt.Errorf("engine: read end of worker task: %w", err)
 	}
-	e.Response, e.EndedAt = response.String, msTime(ended)
+	e.Response, e.EndedAt = response.String, store.FromMillis(ended)
 	return e, nil
 }
 
@@ -216,7 +216,7 @@ func (s *Service) recoverLeases(ctx context.Context) (int, error) {
 // lists as due now, each in its own write, and wakes the loop when there
 // were any. It answers how many it found.
 func (s *Service) eachDueTask(ctx context.Context, query string, handle func(context.Context, *sql.Tx, string) error) (int, error) {
-	ids, err := idsWhere(ctx, s.db.Reader(), query, s.timestamp().UnixMilli(), BatchSize)
+	ids, err := idsWhere(ctx, s.db.Reader(), query, store.Millis(s.timestamp()), BatchSize)
 	if err != nil || len(ids) == 0 {
 		return 0, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/agentbridge/bridge/platform/api"
 	"github.com/agentbridge/bridge/platform/auth"
 	"github.com/agentbridge/bridge/platform/kernel"
+	"github.com/agentbridge/bridge/store"
 )
 
 // tagTasks is the OpenAPI tag of the worker task routes.
@@ -276,7 +277,7 @@ func (s *Service) lease(ctx context.Context, tx *sql.Tx, env, principal string, 
 	for _, q := range req.Queues {
 		args = append(args, q)
 	}
-	args = append(args, now.UnixMilli(), n)
+	args = append(args, store.Millis(now), n)
 	rows, err := tx.QueryContext(ctx, `SELECT `+workerTaskCols+` FROM platform_worker_tasks w
 		WHERE w.environment_id = ? AND w.status = 'ready' AND w.queue IN (?`+strings.Repeat(", ?", len(req.Queues)-1)+`)
 		AND (w.deadline_at IS NULL OR w.deadline_at > ?)
@@ -305,7 +306,7 @@ func (s *Service) lease(ctx context.Context, tx *sql.Tx, env, principal string, 
 		w := &ready[i]
 		if _, err := tx.ExecContext(ctx, `UPDATE platform_worker_tasks SET status = 'leased', worker_id = ?, principal_id = ?,
 			lease_expires_at = ?, claimed_at = ?, heartbeat_at = NULL WHERE task_id = ? AND status = 'ready'`,
-			req.WorkerID, principal, expires.UnixMilli(), now.UnixMilli(), w.TaskID); err != nil {
+			req.WorkerID, principal, store.Millis(expires), store.Millis(now), w.TaskID); err != nil {
 			return nil, fmt.Errorf("engine: lease worker task: %w", err)
 		}
 		w.Status, w.WorkerID, w.PrincipalID, w.LeaseExpiresAt = taskLeased, req.WorkerID, principal, &expires
@@ -394,7 +395,7 @@ func (s *Service) heartbeat(c *api.Call) error {
 		now := s.timestamp()
 		expires := now.Add(d)
 		if _, err := tx.ExecContext(ctx, `UPDATE platform_worker_tasks SET lease_expires_at = ?, heartbeat_at = ? WHERE task_id = ?`,
-			expires.UnixMilli(), now.UnixMilli(), w.TaskID); err != nil {
+			store.Millis(expires), store.Millis(now), w.TaskID); err != nil {
 			return nil, fmt.Errorf("engine: extend lease: %w", err)
 		}
 		return &api.Result{Body: Lease{ID: w.TaskID, WorkerID: w.WorkerID, LeaseExpiresAt: expires, Deadline: w.Spec.Deadline}}, nil

@@ -63,13 +63,6 @@ func usage(ctx context.Context, q store.Querier, env string) (n, total int64, er
 	return n, total, nil
 }
 
-func optMillis(t *time.Time) any {
-	if t == nil {
-		return nil
-	}
-	return store.Millis(*t)
-}
-
 func nullable(s string) any {
 	if s == "" {
 		return nil
@@ -82,7 +75,7 @@ func insertFile(ctx context.Context, tx *sql.Tx, r row) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO platform_files(`+fileCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.Tenant, r.Project, r.EnvironmentID, r.Name, r.MediaType, r.Size, r.SHA256, r.ChunkSize, r.Status, r.ReceivedChunks,
 		r.Origin.Kind, nullable(r.Origin.ID), nullable(r.Origin.RunID), r.CreatedBy, store.Millis(r.CreatedAt), store.Millis(r.UpdatedAt),
-		optMillis(r.ExpiresAt), optMillis(r.FinishedAt), nil)
+		store.OptMillis(r.ExpiresAt), store.OptMillis(r.FinishedAt), nil)
 	if err != nil {
 		return fmt.Errorf("file: insert file: %w", err)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"time"
+
+	"github.com/agentbridge/bridge/store"
 )
 
 // SweepInterval spaces the sweeper's passes (by the service's clock).
@@ -69,7 +71,7 @@ func (s *Service) reclaim(ctx context.Context, x idDigest, now time.Time) error 
 				SELECT 1 FROM platform_file_refs x JOIN platform_runs r ON r.id = x.run_id
 				WHERE x.file_id = platform_files.id AND NOT r.` + terminalRun + `)`
 		}
-		res, err := tx.ExecContext(ctx, q, x.ID, now.UnixMilli())
+		res, err := tx.ExecContext(ctx, q, x.ID, store.Millis(now))
 		ok, err := affected(res, err, "reclaim file")
 		gone = ok
 		return err

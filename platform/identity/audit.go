@@ -148,7 +148,7 @@ func (a *AuditLog) write(batch []api.Decision) {
 			n := min(len(rest), auditRowsPerInsert)
 			args = args[:0]
 			for _, d := range rest[:n] {
-				args = append(args, d.At.UnixMilli(), d.RequestID, d.Method, d.Route, d.PrincipalID, d.Action, string(d.Capability),
+				args = append(args, store.Millis(d.At), d.RequestID, d.Method, d.Route, d.PrincipalID, d.Action, string(d.Capability),
 					d.Scope.Tenant, d.Scope.Project, d.Scope.Environment, d.Scope.Resource, d.Allowed, d.Reason, d.GrantID)
 			}
 			var err error
@@ -182,7 +182,7 @@ func auditValues(n int) string {
 
 // PruneAudit deletes decisions older than cutoff.
 func PruneAudit(ctx context.Context, tx *sql.Tx, cutoff time.Time) (int64, error) {
-	res, err := tx.ExecContext(ctx, `DELETE FROM platform_access_audit WHERE at < ?`, cutoff.UnixMilli())
+	res, err := tx.ExecContext(ctx, `DELETE FROM platform_access_audit WHERE at < ?`, store.Millis(cutoff))
 	if err != nil {
 		return 0, fmt.Errorf("identity: prune access audit: %w", err)
 	}

@@ -10,10 +10,6 @@ import (
 	"github.com/agentbridge/bridge/store"
 )
 
-func ms(t time.Time) int64 { return t.UnixMilli() }
-
-func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
-
 // errNoRow reports a missing row to callers that map it to 404.
 var errNoRow = errors.New("identity: no such row")
 
@@ -28,7 +24,7 @@ func noRow(err error) error {
 
 func insertTenant(ctx context.Context, tx *sql.Tx, t Tenant, by string) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO platform_tenants(id, name, revision, created_at, created_by) VALUES (?, ?, ?, ?, ?)`,
-		t.ID, t.Name, t.Revision, ms(t.CreatedAt), by)
+		t.ID, t.Name, t.Revision, store.Millis(t.CreatedAt), by)
 	if err != nil {
 		return fmt.Errorf("identity: insert tenant: %w", err)
 	}
@@ -43,13 +39,13 @@ func getTenant(ctx context.Context, q store.Querier, id string) (Tenant, error) 
 	if err != nil {
 		return t, noRow(err)
 	}
-	t.CreatedAt = fromMS(at)
+	t.CreatedAt = store.FromMillis(at)
 	return t, nil
 }
 
 func insertProject(ctx context.Context, tx *sql.Tx, p Project, by string) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO platform_projects(id, tenant_id, name, revision, created_at, created_by) VALUES (?, ?, ?, ?, ?, ?)`,
-		p.ID, p.TenantID, p.Name, p.Revision, ms(p.CreatedAt), by)
+		p.ID, p.TenantID, p.Name, p.Revision, store.Millis(p.CreatedAt), by)
 	if err != nil {
 		return fmt.Errorf("identity: insert project: %w", err)
 	}
@@ -64,7 +60,7 @@ func scanProject(sc interface{ Scan(...any) error }) (Project, error) {
 	if err := sc.Scan(&p.ID, &p.TenantID, &p.Name, &p.Revision, &at); err != nil {
 		return p, noRow(err)
 	}
-	p.CreatedAt = fromMS(at)
+	p.CreatedAt = store.FromMillis(at)
 	return p, nil
 }
 
@@ -91,7 +87,7 @@ func listProjects(ctx context.Context, q store.Querier, tenant, after string, li
 
 func insertEnvironment(ctx context.Context, tx *sql.Tx, e Environment, by string) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO platform_environments(id, tenant_id, project_id, name, revision, created_at, created_by) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		e.ID, e.TenantID, e.ProjectID, e.Name, e.Revision, ms(e.CreatedAt), by)
+		e.ID, e.TenantID, e.ProjectID, e.Name, e.Revision, store.Millis(e.CreatedAt), by)
 	if err != nil {
 		return fmt.Errorf("identity: insert environment: %w", err)
 	}
@@ -106,7 +102,7 @@ func scanEnvironment(sc interface{ Scan(...any) error }) (Environment, error) {
 	if err := sc.Scan(&e.ID, &e.TenantID, &e.ProjectID, &e.Name, &e.Revision, &at); err != nil {
 		return e, noRow(err)
 	}
-	e.CreatedAt = fromMS(at)
+	e.CreatedAt = store.FromMillis(at)
 	return e, nil
 }
 
@@ -170,13 +166,13 @@ func scanPrincipal(sc interface{ Scan(...any) error }) (Principal, error) {
 	if err := sc.Scan(&p.ID, &p.Kind, &p.Issuer, &p.Subject, &p.Name, &p.Disabled, &p.Revision, &created, &updated); err != nil {
 		return p, noRow(err)
 	}
-	p.CreatedAt, p.UpdatedAt = fromMS(created), fromMS(updated)
+	p.CreatedAt, p.UpdatedAt = store.FromMillis(created), store.FromMillis(updated)
 	return p, nil
 }
 
 func insertPrincipal(ctx context.Context, tx *sql.Tx, p Principal, by string) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO platform_principals(id, kind, issuer, subject, name, disabled, revision, created_at, updated_at, created_by)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, p.ID, p.Kind, p.Issuer, p.Subject, p.Name, p.Disabled, p.Revision, ms(p.CreatedAt), ms(p.UpdatedAt), by)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, p.ID, p.Kind, p.Issuer, p.Subject, p.Name, p.Disabled, p.Revision, store.Millis(p.CreatedAt), store.Millis(p.UpdatedAt), by)
 	if err != nil {
 		return fmt.Errorf("identity: insert principal: %w", err)
 	}
@@ -216,7 +212,7 @@ func listPrincipals(ctx context.Context, q store.Querier, f principalFilter, aft
 }
 
 func setPrincipalDisabled(ctx context.Context, tx *sql.Tx, id string, disabled bool, now time.Time) error {
-	_, err := tx.ExecContext(ctx, `UPDATE platform_principals SET disabled = ?, revision = revision + 1, updated_at = ? WHERE id = ?`, disabled, ms(now), id)
+	_, err := tx.ExecContext(ctx, `UPDATE platform_principals SET disabled = ?, revision = revision + 1, updated_at = ? WHERE id = ?`, disabled, store.Millis(now), id)
 	if err != nil {
 		return fmt.Errorf("identity: update principal: %w", err)
 	}
@@ -237,9 +233,9 @@ func scanGrant(sc interface{ Scan(...any) error }) (storedGrant, error) {
 		return g, noRow(err)
 	}
 	g.Capabilities = splitCaps(caps)
-	g.CreatedAt = fromMS(created)
+	g.CreatedAt = store.FromMillis(created)
 	if revoked.Valid {
-		t := fromMS(revoked.Int64)
+		t := store.FromMillis(revoked.Int64)
 		g.RevokedAt, g.Revoked = &t, true
 	}
 	return g, nil
@@ -248,7 +244,7 @@ func scanGrant(sc interface{ Scan(...any) error }) (storedGrant, error) {
 func insertGrant(ctx context.Context, tx *sql.Tx, g storedGrant) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO platform_grants(id, principal_id, tenant_id, project_id, environment_id, resource_id, role, capabilities, granted_by, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, g.ID, g.PrincipalID, g.Scope.Tenant, g.Scope.Project, g.Scope.Environment, g.Scope.Resource,
-		string(g.Role), joinCaps(g.Capabilities), g.GrantedBy, ms(g.CreatedAt))
+		string(g.Role), joinCaps(g.Capabilities), g.GrantedBy, store.Millis(g.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("identity: insert grant: %w", err)
 	}
@@ -303,7 +299,7 @@ func listTenantGrants(ctx context.Context, q store.Querier, tenant string, f gra
 }
 
 func revokeGrant(ctx context.Context, tx *sql.Tx, id, by string, now time.Time) error {
-	_, err := tx.ExecContext(ctx, `UPDATE platform_grants SET revoked_at = ?, revoked_by = ? WHERE id = ? AND revoked_at IS NULL`, ms(now), by, id)
+	_, err := tx.ExecContext(ctx, `UPDATE platform_grants SET revoked_at = ?, revoked_by = ? WHERE id = ? AND revoked_at IS NULL`, store.Millis(now), by, id)
 	if err != nil {
 		return fmt.Errorf("identity: revoke grant: %w", err)
 	}

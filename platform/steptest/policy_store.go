@@ -44,7 +44,7 @@ func putPolicy(ctx context.Context, tx *sql.Tx, env string, p Policy) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO platform_test_policies(environment_id, test_calls, revision, updated_at, updated_by)
 		VALUES (?, ?, ?, ?, ?) ON CONFLICT(environment_id) DO UPDATE SET test_calls = excluded.test_calls,
 		revision = excluded.revision, updated_at = excluded.updated_at, updated_by = excluded.updated_by`,
-		env, p.TestCalls, p.Revision, p.UpdatedAt.UnixMilli(), *p.UpdatedBy)
+		env, p.TestCalls, p.Revision, store.Millis(*p.UpdatedAt), *p.UpdatedBy)
 	if err != nil {
 		return fmt.Errorf("steptest: store test policy: %w", err)
 	}

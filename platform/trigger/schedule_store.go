@@ -16,15 +16,6 @@ import (
 // errNotFound is returned by reads that find no row.
 var errNotFound = errors.New("trigger: not found")
 
-func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
-
-func msPtr(t *time.Time) any {
-	if t == nil {
-		return nil
-	}
-	return t.UnixMilli()
-}
-
 // environmentExists reports whether the environment exists in the project
 // and tenant.
 func environmentExists(ctx context.Context, q store.Querier, tenant, project, env string) (bool, error) {
@@ -89,10 +80,10 @@ func scanSchedule(sc interface{ Scan(...any) error }, in inputs) (row, error) {
 		r.BlockedReason = &blocked.String
 	}
 	if next.Valid {
-		t := msTime(next.Int64)
+		t := store.FromMillis(next.Int64)
 		r.NextDueAt = &t
 	}
-	r.CreatedAt, r.UpdatedAt = msTime(created), msTime(updated)
+	r.CreatedAt, r.UpdatedAt = store.FromMillis(created), store.FromMillis(updated)
 	return r, nil
 }
 
@@ -116,7 +107,7 @@ func insertSchedule(ctx context.Context, tx *sql.Tx, in inputs, r row) error {
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO platform_schedules(`+scheduleCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.Tenant, r.Project, r.Environment, r.Revision, r.Status, r.Cron, r.ActivationID, input, r.PrincipalID,
-		r.BlockedReason, msPtr(r.NextDueAt), r.CreatedAt.UnixMilli(), r.CreatedBy, r.UpdatedAt.UnixMilli(), r.UpdatedBy)
+		r.BlockedReason, store.OptMillis(r.NextDueAt), store.Millis(r.CreatedAt), r.CreatedBy, store.Millis(r.UpdatedAt), r.UpdatedBy)
 	if err != nil {
 		return fmt.Errorf("trigger: insert schedule: %w", err)
 	}
@@ -134,8 +125,8 @@ func updateSchedule(ctx context.Context, tx *sql.Tx, in inputs, r row, rev int64
 	res, err := tx.ExecContext(ctx, `UPDATE platform_schedules SET revision = ?, status = ?, cron = ?, activation_id = ?, input = ?,
 		principal_id = ?, blocked_reason = ?, next_due_at = ?, updated_at = ?, updated_by = ?
 		WHERE id = ? AND revision = ? AND status = ? AND next_due_at IS ?`,
-		r.Revision, r.Status, r.Cron, r.ActivationID, input, r.PrincipalID, r.BlockedReason, msPtr(r.NextDueAt),
-		r.UpdatedAt.UnixMilli(), r.UpdatedBy, r.ID, rev, prevStatus, msPtr(prevNext))
+		r.Revision, r.Status, r.Cron, r.ActivationID, input, r.PrincipalID, r.BlockedReason, store.OptMillis(r.NextDueAt),
+		store.Millis(r.UpdatedAt), r.UpdatedBy, r.ID, rev, prevStatus, store.OptMillis(prevNext))
 	if err != nil {
 		return false, fmt.Errorf("trigger: update schedule: %w", err)
 	}
@@ -170,7 +161,7 @@ func listSchedules(ctx context.Context, q store.Querier, in inputs, env, after s
 // before now, the most overdue first.
 func dueSchedules(ctx context.Context, q store.Querier, now time.Time, limit int) ([]string, error) {
 	rows, err := q.QueryContext(ctx, `SELECT id FROM platform_schedules WHERE status = 'enabled' AND next_due_at <= ?
-		ORDER BY next_due_at, id LIMIT ?`, now.UnixMilli(), limit)
+		ORDER BY next_due_at, id LIMIT ?`, store.Millis(now), limit)
 	if err != nil {
 		return nil, fmt.Errorf("trigger: list due schedules: %w", err)
 	}
@@ -191,7 +182,7 @@ func dueSchedules(ctx context.Context, q store.Querier, now time.Time, limit int
 // same occurrence key.
 func insertOccurrence(ctx context.Context, tx *sql.Tx, schedule string, o Occurrence) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO platform_schedule_occurrences(schedule_id, from_at, to_at, kind, run_id, revision, observed_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`, schedule, o.From.UnixMilli(), o.To.UnixMilli(), o.Kind, o.RunID, o.Revision, o.ObservedAt.UnixMilli())
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, schedule, store.Millis(o.From), store.Millis(o.To), o.Kind, o.RunID, o.Revision, store.Millis(o.ObservedAt))
 	if err != nil {
 		return fmt.Errorf("trigger: record occurrence: %w", err)
 	}
@@ -218,7 +209,7 @@ func listOccurrences(ctx context.Context, q store.Querier, schedule string, befo
 		if err := rows.Scan(&from, &to, &o.Kind, &run, &o.Revision, &observed); err != nil {
 			return nil, fmt.Errorf("trigger: list occurrences: %w", err)
 		}
-		o.From, o.To, o.ObservedAt = msTime(from), msTime(to), msTime(observed)
+		o.From, o.To, o.ObservedAt = store.FromMillis(from), store.FromMillis(to), store.FromMillis(observed)
 		if run.Valid {
 			o.RunID = &run.String
 		}

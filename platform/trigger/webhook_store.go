@@ -28,7 +28,7 @@ func scanTrigger(sc interface{ Scan(...any) error }) (triggerRow, error) {
 		return r, fmt.Errorf("trigger: stored headers: %w", err)
 	}
 	r.URL = webhookPath(r.ID)
-	r.CreatedAt = msTime(created)
+	r.CreatedAt = store.FromMillis(created)
 	if replaces.Valid {
 		r.Replaces = &replaces.String
 	}
@@ -36,7 +36,7 @@ func scanTrigger(sc interface{ Scan(...any) error }) (triggerRow, error) {
 		r.ReplacedBy = &replacedBy.String
 	}
 	if disabled.Valid {
-		t := msTime(disabled.Int64)
+		t := store.FromMillis(disabled.Int64)
 		r.DisabledAt = &t
 	}
 	if disabledBy.Valid {
@@ -64,7 +64,7 @@ func insertTrigger(ctx context.Context, tx *sql.Tx, r triggerRow) error {
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO platform_triggers(`+triggerCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, NULL, NULL)`,
 		r.ID, r.Tenant, r.Project, r.Environment, r.Revision, r.Status, r.Name, r.ActivationID, r.Mapping, string(headers),
-		r.Tolerance, r.sealed, r.PrincipalID, r.Replaces, r.CreatedAt.UnixMilli())
+		r.Tolerance, r.sealed, r.PrincipalID, r.Replaces, store.Millis(r.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("trigger: insert trigger: %w", err)
 	}
@@ -79,7 +79,7 @@ func disableTrigger(ctx context.Context, tx *sql.Tx, id, by, replacedBy string, 
 		rb = replacedBy
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE platform_triggers SET status = 'disabled', revision = 2, replaced_by = ?, disabled_at = ?, disabled_by = ?
-		WHERE id = ? AND status = 'enabled' AND revision = 1`, rb, at.UnixMilli(), by, id)
+		WHERE id = ? AND status = 'enabled' AND revision = 1`, rb, store.Millis(at), by, id)
 	if err != nil {
 		return fmt.Errorf("trigger: disable trigger: %w", err)
 	}
@@ -125,7 +125,7 @@ func deliveryRun(ctx context.Context, q store.Querier, trigger, webhookID string
 // was accepted already (by a concurrent request).
 func insertDelivery(ctx context.Context, tx *sql.Tx, trigger, webhookID, run string, at time.Time) (bool, error) {
 	res, err := tx.ExecContext(ctx, `INSERT INTO platform_trigger_deliveries(trigger_id, webhook_id, run_id, received_at) VALUES (?, ?, ?, ?)
-		ON CONFLICT (trigger_id, webhook_id) DO NOTHING`, trigger, webhookID, run, at.UnixMilli())
+		ON CONFLICT (trigger_id, webhook_id) DO NOTHING`, trigger, webhookID, run, store.Millis(at))
 	if err != nil {
 		return false, fmt.Errorf("trigger: record delivery: %w", err)
 	}

@@ -533,3 +533,35 @@ steps:
 	h.problem(502, sim.CodeStudioCat, h.post("/studio/local/testdata/check", op, map[string]any{"source": fee, "project": project,
 		"document": json.RawMessage(`{"schemaVersion":1,"kind":"test-data"}`)}))
 }
+
+// TestStudioToolSecrets: secret-marked values of a tool's pinned schemas
+// are refused in mocked tool calls' inputs and in tool outputs.
+func TestStudioToolSecrets(t *testing.T) {
+	h := newHarness(t)
+	op := h.localToken()
+	tokenAction := `kind: action
+id: acme/token
+version: 1
+sideEffect: read_only
+input: {type: object, properties: {key: {type: string, writeOnly: true}, user: {type: string}}}
+output: {type: object, properties: {token: {type: string, x-secret: true}, user: {type: string}}}
+worker: auth
+`
+	src := strings.Replace(agentToolWorkflow, "tools: [acme/greet@1]", "tools: [acme/token@1]", 1)
+	exec := func(mocks string) resp {
+		return h.post("/studio/local/debug/execute", op, map[string]any{"source": src, "catalog": map[string]any{"definitions": []any{},
+			"tasks": []any{map[string]any{"queue": "auth"}}, "adapters": []any{}, "schemas": []any{}},
+			"definitions": []string{tokenAction}, "mode": "workflow", "mocks": json.RawMessage(mocks)})
+	}
+	p := h.problem(422, sim.CodeSecretValue, exec(`{"agent:triage":{"output":"x","toolCalls":[{"tool":"acme/token@1","input":{"key":"k"}}]}}`))
+	if p.Diagnostics[0].Path != "/mocks/agent:triage/toolCalls/0/input/key" {
+		t.Fatalf("%+v", p)
+	}
+	h.problem(422, sim.CodeSecretValue, exec(`{"tool:acme/token@1":{"output":{"token":"t"}}}`))
+	h.problem(422, sim.CodeSecretValue, exec(`{"action:acme/token@1":{"output":{"token":"t"}}}`))
+	var res sim.ExecuteResponse
+	h.must(200, exec(`{"agent:triage":{"output":"x","toolCalls":[{"tool":"acme/token@1","input":{"user":"u"}}]},"tool:acme/token@1":{"output":{"user":"u"}}}`), &res)
+	if res.Status != "completed" {
+		t.Fatalf("%+v", res)
+	}
+}

@@ -159,6 +159,9 @@ func (p *Program) checkMocks(ms Mocks, at string, studio bool) error {
 			if err := p.checkToolCalls(k, nodes, m, path, studio); err != nil {
 				return err
 			}
+			if err := p.checkToolSecrets(k, m, path); err != nil {
+				return err
+			}
 			if len(m.Output) == 0 {
 				continue
 			}
@@ -196,6 +199,29 @@ func (p *Program) checkToolCalls(key string, nodes []string, m Mock, path string
 				return refuse(CodeMockKey, path+"/toolCalls/"+itoa(i)+"/tool", "the agent step %s does not list the tool %s", n, c.Tool)
 			}
 		}
+	}
+	return nil
+}
+
+// checkToolSecrets refuses secret-marked values of agent tool calls: in a
+// mocked tool call's input, and in an output that may answer a tool call
+// (tool:<reference> and action:<reference> keys), by the tool's pinned
+// schemas.
+func (p *Program) checkToolSecrets(key string, m Mock, path string) error {
+	for i, c := range m.ToolCalls {
+		if loc, ok := secretAt(c.Input, p.secrets.ToolInputs[c.Tool]); ok {
+			return refuse(CodeSecretValue, path+"/toolCalls/"+itoa(i)+"/input"+loc, "the tool call's input holds a value the input schema of %s marks secret", c.Tool)
+		}
+	}
+	ref, ok := strings.CutPrefix(key, KeyTool)
+	if !ok {
+		ref, ok = strings.CutPrefix(key, KeyAction)
+	}
+	if !ok || len(m.Output) == 0 {
+		return nil
+	}
+	if loc, ok := secretAt(m.Output, p.secrets.ToolOutputs[ref]); ok {
+		return refuse(CodeSecretValue, path+"/output"+loc, "the mock output holds a value the output schema of the tool %s marks secret", ref)
 	}
 	return nil
 }

@@ -20,7 +20,10 @@
 //     child_completed; events for a paused run wait in the same inbox;
 //   - lifecycle events go to the outbox (0017), relayed to the broker topic
 //     platform.runs for the callbacks service; history records and engine
-//     notes go to the run log (0025).
+//     notes go to the run log (0025);
+//   - an ended run's events and log lines can be archived into one packed
+//     row (0032, archive.go) and restored, and an archived run purged, by
+//     the routes or by the retention phase (RunRetention).
 //
 // The loop (Run) turns: runs with work (inbox, inline tasks, continue) and
 // runs with due timers in kernel.DueOrder, BatchSize of each per turn and
@@ -29,7 +32,7 @@
 // route or a finished call changed something.
 //
 // Routes: runs (start, read, cancel, retry, history, signals, pause,
-// resume), lists (run summaries, steps, logs), incidents, worker tasks and
+// resume, archive, restore, purge), lists (run summaries, steps, logs), incidents, worker tasks and
 // human tasks, all under E = /tenants/{t}/projects/{p}/environments/{e}.
 //
 // Programs are loaded once per published workflow version (they never

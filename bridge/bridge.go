@@ -186,6 +186,7 @@ type Service struct {
 	ownerHash [32]byte
 	profiles  map[string]*profileRT
 	cursors   *httpx.Cursors
+	idem      *httpx.Idempotency
 	now       func() time.Time
 
 	sched   *scheduler
@@ -232,6 +233,7 @@ func New(deps daemon.Deps, opts Options) (*Service, error) {
 		return nil, err
 	}
 	s.cursors = httpx.NewCursors(key)
+	s.idem = s.newIdemStore()
 	s.sched = newScheduler(s, cfg.MaxConcurrentJobs)
 	s.pub = newPublisher(s)
 	s.hub = newHub(opts.Ring)

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/agentbridge/bridge/store"
 )
 
 // Idempotency records of jobs and messages are kept for
@@ -25,11 +23,6 @@ const pruneInterval = 10 * time.Minute
 // pruneChunk bounds the rows one write transaction deletes, so a prune
 // never holds the shared writer for long.
 const pruneChunk = 2000
-
-// idemCutoff is the creation time before which a record has expired.
-func (s *Service) idemCutoff() time.Time {
-	return s.now().Add(-s.cfg.IdempotencyRetention.D())
-}
 
 // pruneLoop deletes expired idempotency records now and every interval.
 func (s *Service) pruneLoop(ctx context.Context, interval time.Duration) {
@@ -52,16 +45,9 @@ func (s *Service) pruneLoop(ctx context.Context, interval time.Duration) {
 // pruneIdempotency deletes the expired idempotency records, a chunk per
 // transaction, and reports how many went.
 func (s *Service) pruneIdempotency(ctx context.Context) (int64, error) {
-	cutoff := store.Text(s.idemCutoff())
-	var total int64
-	for {
-		n, err := s.deleteExpiredIdempotency(ctx, cutoff, pruneChunk)
-		if err != nil {
-			return total, fmt.Errorf("prune idempotency records: %w", err)
-		}
-		total += n
-		if n < pruneChunk {
-			return total, nil
-		}
+	n, err := s.idem.Prune(ctx, s.db, pruneChunk)
+	if err != nil {
+		return n, fmt.Errorf("prune idempotency records: %w", err)
 	}
+	return n, nil
 }

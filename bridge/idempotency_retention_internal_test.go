@@ -20,14 +20,16 @@ func retentionService(t *testing.T, clock *time.Time, retention time.Duration) *
 	t.Helper()
 	db := openTestDB(t, filepath.Join(t.TempDir(), "bridge.db"), Migrations())
 	t.Cleanup(func() { db.Close() })
-	return &Service{db: db, cfg: Config{IdempotencyRetention: config.Duration(retention)}, now: func() time.Time { return *clock }}
+	s := &Service{db: db, cfg: Config{IdempotencyRetention: config.Duration(retention)}, now: func() time.Time { return *clock }}
+	s.idem = s.newIdemStore()
+	return s
 }
 
 func remembered(t *testing.T, s *Service, p Principal, k *idem) (*Replay, error) {
 	t.Helper()
 	var st *Replay
 	err := s.db.Write(context.Background(), func(tx *sql.Tx) (err error) {
-		st, err = s.replay(tx, p, k)
+		st, err = s.replay(context.Background(), tx, p, k)
 		return err
 	})
 	return st, err
@@ -35,7 +37,7 @@ func remembered(t *testing.T, s *Service, p Principal, k *idem) (*Replay, error)
 
 func remember(t *testing.T, s *Service, p Principal, k *idem, v any) {
 	t.Helper()
-	if err := s.db.Write(context.Background(), func(tx *sql.Tx) error { return s.remember(tx, p, k, 202, v) }); err != nil {
+	if err := s.db.Write(context.Background(), func(tx *sql.Tx) error { return s.remember(context.Background(), tx, p, k, 202, v) }); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -83,7 +85,7 @@ func TestPruneIdempotencyDeletesOnlyExpired(t *testing.T) {
 	err := s.db.Write(context.Background(), func(tx *sql.Tx) error {
 		for i := range pruneChunk + 10 {
 			k, _ := newIdem("POST /v1/bridge/jobs", "old-"+strings.Repeat("x", i%7)+time.Duration(i).String(), i, nil)
-			if err := s.remember(tx, p, k, 202, map[string]int{"n": i}); err != nil {
+			if err := s.remember(context.Background(), tx, p, k, 202, map[string]int{"n": i}); err != nil {
 				return err
 			}
 		}

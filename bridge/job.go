@@ -276,14 +276,14 @@ func (s *Service) CreateJob(ctx context.Context, p Principal, req JobRequest, ke
 	}
 	err = s.write(ctx, func(tx *sql.Tx, ev *pending) error {
 		var err error
-		if replayed, err = s.replay(tx, p, k); err != nil || replayed != nil {
+		if replayed, err = s.replay(ctx, tx, p, k); err != nil || replayed != nil {
 			return err
 		}
 		job, err = s.insertJob(tx, ev, p, nj)
 		if err != nil {
 			return err
 		}
-		return s.remember(tx, p, k, 202, job)
+		return s.remember(ctx, tx, p, k, 202, job)
 	})
 	if err != nil {
 		return Job{}, nil, err

@@ -52,7 +52,7 @@ func (s *Service) PostMessage(ctx context.Context, p Principal, id string, req M
 	}
 	err = s.write(ctx, func(tx *sql.Tx, ev *pending) error {
 		var err error
-		if replayed, err = s.replay(tx, p, k); err != nil || replayed != nil {
+		if replayed, err = s.replay(ctx, tx, p, k); err != nil || replayed != nil {
 			return err
 		}
 		job, err := s.getJob(ctx, txq{tx}, p, id)
@@ -79,7 +79,7 @@ func (s *Service) PostMessage(ctx context.Context, p Principal, id string, req M
 		}
 		ev.add(job.Client, id, "message.created", m)
 		out = MessageAccepted{Message: m, Job: job}
-		return s.remember(tx, p, k, 202, out)
+		return s.remember(ctx, tx, p, k, 202, out)
 	})
 	if err != nil {
 		return MessageAccepted{}, nil, err

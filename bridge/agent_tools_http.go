@@ -36,16 +36,16 @@ func (s *Service) turnFor(r *http.Request, id string) (*turnTools, error) {
 
 // handleAgentMCP serves a turn's tools over MCP's streamable HTTP
 // transport (stateless: each POST is answered on its own).
-func (s *Service) handleAgentMCP(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+func (s *Service) handleAgentMCP(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 	id := ps.ByName("id")
 	t, err := s.turnFor(r, id)
 	if err != nil {
-		s.fail(w, r, false, err)
-		return
+		return err
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 	server := s.toolServer(id, t)
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return server },
 		&sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
 	h.ServeHTTP(w, r)
+	return nil
 }

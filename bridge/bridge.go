@@ -196,7 +196,7 @@ type Service struct {
 	waiters *waiterRegistry
 	// agentTools serves the tools of workflow agent steps to their jobs.
 	agentTools *toolRegistry
-	routes     []route
+	routes     []httpx.Route
 	addr       func() string
 	// ownerRevoke ends the console's sessions (`bridge revoke --id owner`);
 	// set while the daemon assembles, before any request.

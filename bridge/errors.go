@@ -79,6 +79,9 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
+// ErrorCode is the error's code for the toolkit (httpx.Coded).
+func (e *Error) ErrorCode() string { return e.Code }
+
 // Errorf makes a coded error.
 func Errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}

@@ -5,6 +5,8 @@ import (
 	"net/http"
 
 	"github.com/julienschmidt/httprouter"
+
+	"github.com/agentbridge/bridge/httpx"
 )
 
 // MountMCP serves h, the MCP endpoint of package bridge/mcp, at path on the
@@ -25,7 +27,9 @@ func (s *Service) MountMCP(r *httprouter.Router, path string, h http.Handler) {
 		h.ServeHTTP(w, req)
 		return nil
 	}
-	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
-		s.handle(r, m, path, ScopeRead, serve)
-	}
+	s.register(r, []httpx.Route{
+		s.route(http.MethodPost, path, ScopeRead, serve),
+		s.route(http.MethodGet, path, ScopeRead, serve),
+		s.route(http.MethodDelete, path, ScopeRead, serve),
+	})
 }

@@ -1,8 +1,9 @@
 package bridge
 
 import (
-	"net/http"
 	"strings"
+
+	"github.com/agentbridge/bridge/httpx"
 )
 
 // apiVersion is the version of the bridge's interface description.
@@ -10,7 +11,7 @@ const apiVersion = "0.2.8"
 
 type opDoc struct {
 	summary  string
-	params   []map[string]any
+	params   []httpx.Param
 	body     map[string]any
 	success  string
 	response string // component schema name
@@ -18,30 +19,30 @@ type opDoc struct {
 
 func ref(name string) map[string]any { return map[string]any{"$ref": "#/components/schemas/" + name} }
 
-func qparam(name, desc string, schema map[string]any) map[string]any {
-	return map[string]any{"name": name, "in": "query", "required": false, "description": desc, "schema": schema}
+func qparam(name, desc string, schema map[string]any) httpx.Param {
+	return httpx.Param{Name: name, In: "query", ShowRequired: true, Description: desc, Schema: schema}
 }
 
 var (
 	pageLimit   = map[string]any{"type": "integer", "minimum": 1, "maximum": 200, "default": 100}
 	afterInt    = map[string]any{"type": "integer", "minimum": 0, "default": 0}
 	boolParam   = map[string]any{"type": "string", "enum": []string{"true", "false"}, "default": "false"}
-	idemHeader  = map[string]any{"name": "Idempotency-Key", "in": "header", "required": false, "schema": map[string]any{"type": "string", "minLength": 1, "maxLength": 128}, "description": "a repeat with the same body returns the first answer; a different body answers 409 idempotency_conflict"}
+	idemHeader  = httpx.Param{Name: "Idempotency-Key", In: "header", Schema: map[string]any{"type": "string", "minLength": 1, "maxLength": 128}, Description: "a repeat with the same body returns the first answer; a different body answers 409 idempotency_conflict"}
 	emptyBody   = map[string]any{"type": "object", "additionalProperties": false, "maxProperties": 0}
-	jobIDParam  = map[string]any{"name": "id", "in": "path", "required": true, "schema": map[string]any{"type": "string", "format": "uuid"}}
-	toolIDParam = map[string]any{"name": "tool", "in": "path", "required": true, "schema": map[string]any{"type": "integer", "minimum": 1}}
+	jobIDParam  = httpx.Param{Name: "id", In: "path", Required: true, Schema: map[string]any{"type": "string", "format": "uuid"}}
+	toolIDParam = httpx.Param{Name: "tool", In: "path", Required: true, Schema: map[string]any{"type": "integer", "minimum": 1}}
 )
 
 // docs describes every route; TestOpenAPIMatchesRoutes keeps it complete.
 var docs = map[string]opDoc{
 	"GET /v1/bridge/status":       {summary: "Version, listener, provider availability and job counts", success: "200", response: "Status"},
 	"GET /v1/bridge/openapi.json": {summary: "This document", success: "200"},
-	"POST /v1/bridge/jobs":        {summary: "Submit a job (queued; 202)", params: []map[string]any{idemHeader}, body: ref("JobRequest"), success: "202", response: "Job"},
-	"GET /v1/bridge/jobs":         {summary: "List this client's jobs", params: []map[string]any{qparam("limit", "page size", pageLimit), qparam("after", "opaque cursor from `next`", map[string]any{"type": "string"}), qparam("order", "creation order", map[string]any{"type": "string", "enum": []string{"asc", "desc"}, "default": "asc"})}, success: "200", response: "JobPage"},
+	"POST /v1/bridge/jobs":        {summary: "Submit a job (queued; 202)", params: []httpx.Param{idemHeader}, body: ref("JobRequest"), success: "202", response: "Job"},
+	"GET /v1/bridge/jobs":         {summary: "List this client's jobs", params: []httpx.Param{qparam("limit", "page size", pageLimit), qparam("after", "opaque cursor from `next`", map[string]any{"type": "string"}), qparam("order", "creation order", map[string]any{"type": "string", "enum": []string{"asc", "desc"}, "default": "asc"})}, success: "200", response: "JobPage"},
 	"GET /v1/bridge/jobs/{id}":    {summary: "One job", success: "200", response: "Job"},
-	"GET /v1/bridge/jobs/{id}/audit": {summary: "The job's append-only audit log", params: []map[string]any{qparam("after", "entries after this seq", afterInt), qparam("limit", "page size", pageLimit), qparam("through", "fix pages to the first page's through for an immutable export", map[string]any{"type": "integer", "minimum": 0}), qparam("includePayloads", "complete tool inputs and results; pages stop at about 4 MB", boolParam)},
+	"GET /v1/bridge/jobs/{id}/audit": {summary: "The job's append-only audit log", params: []httpx.Param{qparam("after", "entries after this seq", afterInt), qparam("limit", "page size", pageLimit), qparam("through", "fix pages to the first page's through for an immutable export", map[string]any{"type": "integer", "minimum": 0}), qparam("includePayloads", "complete tool inputs and results; pages stop at about 4 MB", boolParam)},
 		success: "200", response: "AuditPage"},
-	"GET /v1/bridge/jobs/{id}/tools":        {summary: "Tool observations", params: []map[string]any{qparam("after", "observations after this seq", afterInt), qparam("limit", "page size", pageLimit), qparam("filesOnly", "only tools that touched files", boolParam)}, success: "200", response: "ToolPage"},
+	"GET /v1/bridge/jobs/{id}/tools":        {summary: "Tool observations", params: []httpx.Param{qparam("after", "observations after this seq", afterInt), qparam("limit", "page size", pageLimit), qparam("filesOnly", "only tools that touched files", boolParam)}, success: "200", response: "ToolPage"},
 	"GET /v1/bridge/jobs/{id}/tools/{tool}": {summary: "One tool observation", success: "200", response: "Tool"},
 	"GET /v1/bridge/jobs/{id}/attempts":     {summary: "Attempts (retry creates one)", success: "200", response: "AttemptList"},
 	"POST /v1/bridge/jobs/{id}/pause":       {summary: "Pause: hold a queued job, or stop a running agent keeping its conversation", body: emptyBody, success: "200", response: "Job"},
@@ -50,11 +51,11 @@ var docs = map[string]opDoc{
 	"POST /v1/bridge/jobs/{id}/retry":       {summary: "Retry a finished job (succeeded, failed, cancelled or interrupted) as a new attempt", body: emptyBody, success: "202", response: "Job"},
 	"GET /v1/bridge/jobs/{id}/result":       {summary: "Result; 202 while the job is not terminal", success: "200", response: "Result"},
 	"GET /v1/bridge/jobs/{id}/messages":     {summary: "The conversation", success: "200", response: "MessageList"},
-	"POST /v1/bridge/jobs/{id}/messages":    {summary: "Continue the conversation", params: []map[string]any{idemHeader}, body: ref("MessageRequest"), success: "202", response: "MessageAccepted"},
-	"GET /v1/bridge/events": {summary: "Server-sent events of this client's jobs", params: []map[string]any{{"name": "Last-Event-ID", "in": "header", "required": false, "schema": map[string]any{"type": "integer", "minimum": 0}, "description": "resume after this id; 409 cursor_expired when older than the retained events"}},
+	"POST /v1/bridge/jobs/{id}/messages":    {summary: "Continue the conversation", params: []httpx.Param{idemHeader}, body: ref("MessageRequest"), success: "202", response: "MessageAccepted"},
+	"GET /v1/bridge/events": {summary: "Server-sent events of this client's jobs", params: []httpx.Param{{Name: "Last-Event-ID", In: "header", Schema: map[string]any{"type": "integer", "minimum": 0}, Description: "resume after this id; 409 cursor_expired when older than the retained events"}},
 		success: "200"},
 	"POST /v1/bridge/workflow-runs": {summary: "Start a run of a workflow published and active in the local project (202); 422 unknown_template, template_not_active or invalid_inputs; 503 workflows_unavailable without the platform",
-		params: []map[string]any{idemHeader}, body: ref("WorkflowRunRequest"), success: "202", response: "WorkflowRun"},
+		params: []httpx.Param{idemHeader}, body: ref("WorkflowRunRequest"), success: "202", response: "WorkflowRun"},
 	"POST /v1/bridge/jobs/{id}/mcp":            {summary: "Model Context Protocol, streamable HTTP (stateless) for the agent of a workflow agent step's job: exactly the step's pinned tools; only the running turn's token is accepted (docs/workflow-language.md, Agent-step tools)", success: "200"},
 	"POST /v1/bridge/mcp":                      {summary: "Model Context Protocol, streamable HTTP: JSON-RPC requests of an MCP host (docs/mcp.md); the tools act with this token's scopes", success: "200"},
 	"GET /v1/bridge/mcp":                       {summary: "Model Context Protocol, streamable HTTP: the session's server-to-client stream (text/event-stream; needs Mcp-Session-Id)", success: "200"},
@@ -63,21 +64,11 @@ var docs = map[string]opDoc{
 	"GET /v1/bridge/workflow-runs/{id}":        {summary: "One workflow run, read from the platform's run", success: "200", response: "WorkflowRun"},
 	"POST /v1/bridge/admin/tokens":             {summary: "Create a client token (owner token only); the token is shown once", body: ref("TokenRequest"), success: "201", response: "IssuedToken"},
 	"GET /v1/bridge/admin/tokens":              {summary: "List issued tokens without their secrets (owner token only)", success: "200", response: "TokenList"},
-	"DELETE /v1/bridge/admin/clients/{client}": {summary: "Revoke every token of a client; closes its streams and waiters (owner token only)", params: []map[string]any{{"name": "client", "in": "path", "required": true, "schema": map[string]any{"type": "string", "pattern": clientIDPattern.String()}}}, success: "200", response: "Revocation"},
+	"DELETE /v1/bridge/admin/clients/{client}": {summary: "Revoke every token of a client; closes its streams and waiters (owner token only)", params: []httpx.Param{{Name: "client", In: "path", Required: true, Schema: map[string]any{"type": "string", "pattern": clientIDPattern.String()}}}, success: "200", response: "Revocation"},
 	"POST /v1/chat/completions":                {summary: "OpenAI-compatible Chat Completions (read and submit scopes); model bridge/default or bridge/<profile>", body: map[string]any{"type": "object", "required": []string{"model", "messages"}}, success: "200"},
 	"GET /v1/models":                           {summary: "Models: bridge/<profile> for each profile the token may use", success: "200"},
 	"GET /v1/models/{model}": {summary: "One model (OpenAI models.retrieve); 404 model_not_found in OpenAI's error shape for an unknown id or a profile the token may not use",
-		params: []map[string]any{{"name": "model", "in": "path", "required": true, "schema": map[string]any{"type": "string"}, "description": "bridge/<profile>; the slash may be sent as is or as %2F"}}, success: "200"},
-}
-
-func openAPIPath(p string) string {
-	parts := strings.Split(p, "/")
-	for i, s := range parts {
-		if strings.HasPrefix(s, ":") || strings.HasPrefix(s, "*") {
-			parts[i] = "{" + s[1:] + "}"
-		}
-	}
-	return strings.Join(parts, "/")
+		params: []httpx.Param{{Name: "model", In: "path", Required: true, Schema: map[string]any{"type": "string"}, Description: "bridge/<profile>; the slash may be sent as is or as %2F"}}, success: "200"},
 }
 
 func schemaObj(props map[string]any, required ...string) map[string]any {
@@ -100,107 +91,92 @@ func arrayOf(items map[string]any) map[string]any {
 	return map[string]any{"type": "array", "items": items}
 }
 
-func (s *Service) openAPI() map[string]any {
-	paths := map[string]any{}
-	for _, rt := range s.routes {
-		p := openAPIPath(rt.Path)
-		d := docs[rt.Method+" "+p]
-		op := map[string]any{"summary": d.summary, "security": []any{map[string]any{"bearer": []string{}}}, "x-access": rt.Access}
-		params := append([]map[string]any{}, d.params...)
-		if strings.Contains(p, "{id}") {
-			params = append(params, jobIDParam)
-		}
-		if strings.Contains(p, "{tool}") {
-			params = append(params, toolIDParam)
-		}
-		if len(params) > 0 {
-			op["parameters"] = params
-		}
-		if d.body != nil {
-			op["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": d.body}}}
-		}
-		ok := map[string]any{"description": "success"}
-		if d.response != "" {
-			ok["content"] = map[string]any{"application/json": map[string]any{"schema": ref(d.response)}}
-		}
-		responses := map[string]any{d.success: ok, "default": map[string]any{"description": "error", "content": map[string]any{"application/json": map[string]any{"schema": ref("Error")}}}}
-		if rt.Path == "/v1/bridge/jobs/:id/result" {
-			responses["202"] = map[string]any{"description": "not yet terminal", "content": map[string]any{"application/json": map[string]any{"schema": ref("Result")}}}
-		}
-		op["responses"] = responses
-		item, _ := paths[p].(map[string]any)
-		if item == nil {
-			item = map[string]any{}
-			paths[p] = item
-		}
-		item[strings.ToLower(rt.Method)] = op
-		if rt.Method == http.MethodGet {
-			item["head"] = headOp(op) // every GET route answers HEAD (see handle)
-		}
+// operation documents one route of the table from docs; every route is
+// behind a bridge token, its access level in x-access.
+func operation(method, path, access string) httpx.Operation {
+	d := docs[method+" "+path]
+	op := httpx.Operation{Summary: d.summary, Security: []string{"bearer"}, Extensions: map[string]any{"x-access": access},
+		Params: append([]httpx.Param{}, d.params...)}
+	if strings.Contains(path, "{id}") {
+		op.Params = append(op.Params, jobIDParam)
 	}
+	if strings.Contains(path, "{tool}") {
+		op.Params = append(op.Params, toolIDParam)
+	}
+	if d.body != nil {
+		op.Request = d.body
+	}
+	ok := httpx.Response{Status: d.success, Description: "success"}
+	if d.response != "" {
+		ok.Media, ok.Schema = "application/json", ref(d.response)
+	}
+	op.Responses = []httpx.Response{ok, {Status: "default", Description: "error", Media: "application/json", Schema: ref("Error")}}
+	if path == "/v1/bridge/jobs/{id}/result" {
+		op.Responses = append(op.Responses, httpx.Response{Status: "202", Description: "not yet terminal", Media: "application/json", Schema: ref("Result")})
+	}
+	return op
+}
+
+// headOp documents the HEAD of a GET operation: the same status and headers
+// without a body.
+func headOp(get httpx.Operation) httpx.Operation {
+	return httpx.Operation{Summary: "HEAD of: " + get.Summary + " (status and headers only)", Security: get.Security, Extensions: get.Extensions,
+		Params:    get.Params,
+		Responses: []httpx.Response{{Status: "default", Description: "the status and headers GET answers, without a body"}}}
+}
+
+// openAPI is the bridge's document, generated from its route table by the
+// toolkit's generator; the component schemas are written out here.
+func (s *Service) openAPI() map[string]any {
+	o := httpx.NewOpenAPI(httpx.SchemaStyle{})
+	o.AddRoutes(s.routes)
 	states := []string{string(StateQueued), string(StateRunning), string(StatePaused), string(StateSucceeded), string(StateFailed), string(StateCancelled), string(StateInterrupted)}
 	jobErr := schemaObj(map[string]any{"code": str, "message": str}, "code", "message")
 	usage := schemaObj(map[string]any{"inputTokens": integer, "outputTokens": integer, "cacheReadTokens": integer, "cacheWriteTokens": integer, "reasoningTokens": integer, "costUsd": map[string]any{"type": "number"}})
 	codes := []string{CodeUnauthorized, CodeInsufficientScope, CodeProfileNotAllowed, CodeOwnerOnly, CodeHostNotAllowed, CodeNotFound, CodeInvalidRequest, CodeInvalidParameter, CodeUnknownProfile, CodeUnsupportedMedia, CodeBodyTooLarge, CodeInvalidTransition, CodeIdempotencyConflict, CodeCursorExpired, CodeInternal,
 		CodeUnknownTemplate, CodeTemplateNotActive, CodeInvalidInputs, CodeWorkflowsUnavailable}
-	return map[string]any{
-		"openapi": "3.1.0",
-		"info":    map[string]any{"title": "Agent Bridge API", "version": apiVersion, "description": "Agent jobs, messages, audit, tool observations, events, workflow runs and tokens of the local agent bridge."},
-		"servers": []any{map[string]any{"url": "http://127.0.0.1:8766"}},
-		"paths":   paths,
-		"components": map[string]any{
-			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer", "description": "a bridge token (brg_...) in Authorization; never in the URL"}},
-			"schemas": map[string]any{
-				"Error": schemaObj(map[string]any{"error": schemaObj(map[string]any{"code": map[string]any{"type": "string", "enum": codes}, "message": str}, "code", "message")}, "error"),
-				"JobRequest": map[string]any{"type": "object", "additionalProperties": false, "required": []string{"prompt"}, "properties": map[string]any{
-					"profile": map[string]any{"type": "string", "default": "default"}, "prompt": map[string]any{"type": "string", "minLength": 1, "maxLength": maxTextChars},
-					"workDir":  map[string]any{"type": "string", "maxLength": maxWorkDir, "description": "an existing absolute directory"},
-					"metadata": map[string]any{"type": "object", "maxProperties": maxMetaEntries, "additionalProperties": map[string]any{"type": "string", "maxLength": maxMetaValue}}}},
-				"Job": schemaObj(map[string]any{"id": map[string]any{"type": "string", "format": "uuid"}, "client": str, "profile": str, "provider": str, "source": map[string]any{"type": "string", "enum": []string{"api", "chat", SourceWorkflow}},
-					"state": map[string]any{"type": "string", "enum": states}, "prompt": str, "workDir": str, "metadata": map[string]any{"type": "object", "additionalProperties": str},
-					"attempt": integer, "sessionId": str, "lastError": map[string]any{"oneOf": []any{jobErr, map[string]any{"type": "null"}}}, "usage": usage,
-					"createdAt": dt, "updatedAt": dt, "startedAt": dt, "finishedAt": dt}, "id", "client", "profile", "state", "attempt"),
-				"JobPage":         schemaObj(map[string]any{"jobs": arrayOf(ref("Job")), "next": map[string]any{"type": []string{"string", "null"}}, "hasMore": boolean}, "jobs", "next"),
-				"AuditPage":       schemaObj(map[string]any{"jobId": str, "through": integer, "entries": arrayOf(schemaObj(map[string]any{"seq": integer, "attempt": integer, "kind": str, "summary": anyJSON, "payload": anyJSON, "createdAt": dt})), "nextAfter": map[string]any{"type": []string{"integer", "null"}}, "hasMore": boolean}, "through", "entries"),
-				"Tool":            schemaObj(map[string]any{"seq": integer, "attempt": integer, "callId": str, "parentCallId": str, "name": str, "input": anyJSON, "output": map[string]any{"type": []string{"string", "null"}}, "status": map[string]any{"type": "string", "enum": []string{"running", "succeeded", "failed", "abandoned"}}, "error": map[string]any{"type": []string{"string", "null"}}, "files": arrayOf(str), "startedAt": dt, "finishedAt": dt, "durationMs": map[string]any{"type": []string{"integer", "null"}}}, "seq", "name", "status"),
-				"ToolPage":        schemaObj(map[string]any{"jobId": str, "tools": arrayOf(ref("Tool")), "nextAfter": map[string]any{"type": []string{"integer", "null"}}, "hasMore": boolean}, "tools"),
-				"AttemptList":     schemaObj(map[string]any{"jobId": str, "current": integer, "attempts": arrayOf(schemaObj(map[string]any{"n": integer, "state": str, "reason": str, "sessionId": str, "error": anyJSON, "usage": usage, "createdAt": dt, "startedAt": dt, "finishedAt": dt}))}, "attempts"),
-				"Result":          schemaObj(map[string]any{"jobId": str, "state": str, "attempt": integer, "result": map[string]any{"type": []string{"string", "null"}}, "error": anyJSON, "usage": usage, "finishedAt": dt, "demo": boolean}, "jobId", "state"),
-				"MessageRequest":  map[string]any{"type": "object", "additionalProperties": false, "required": []string{"text"}, "properties": map[string]any{"text": map[string]any{"type": "string", "minLength": 1, "maxLength": maxTextChars}}},
-				"Message":         schemaObj(map[string]any{"seq": integer, "attempt": integer, "role": map[string]any{"type": "string", "enum": []string{"user", "assistant"}}, "text": str, "status": str, "createdAt": dt}),
-				"MessageList":     schemaObj(map[string]any{"jobId": str, "sessionId": str, "messages": arrayOf(ref("Message"))}, "messages"),
-				"MessageAccepted": schemaObj(map[string]any{"message": ref("Message"), "job": ref("Job")}, "message", "job"),
-				"Status":          schemaObj(map[string]any{"version": str, "apiVersion": str, "listener": str, "providers": arrayOf(anyJSON), "jobs": anyJSON, "concurrency": anyJSON, "events": anyJSON}),
-				"TokenRequest":    map[string]any{"type": "object", "additionalProperties": false, "required": []string{"id", "profiles", "scopes"}, "properties": map[string]any{"id": map[string]any{"type": "string", "pattern": clientIDPattern.String()}, "profiles": arrayOf(str), "scopes": arrayOf(map[string]any{"type": "string", "enum": AllScopes})}},
-				"IssuedToken":     schemaObj(map[string]any{"token": str, "tokenId": str, "client": str, "profiles": arrayOf(str), "scopes": arrayOf(str), "createdAt": dt}, "token"),
-				"TokenList":       schemaObj(map[string]any{"tokens": arrayOf(schemaObj(map[string]any{"tokenId": str, "client": str, "profiles": arrayOf(str), "scopes": arrayOf(str), "createdAt": dt, "revokedAt": dt}))}),
-				"WorkflowRunRequest": map[string]any{"type": "object", "additionalProperties": false, "required": []string{"templateId", "inputs"}, "properties": map[string]any{
-					"templateId": map[string]any{"type": "string", "minLength": 1, "maxLength": maxTemplateID, "description": "a workflow id published in the local project, optionally with @version"},
-					"inputs":     map[string]any{"type": "object", "maxProperties": maxWorkflowInputs, "additionalProperties": str, "description": "the run input; every value is a string"}}},
-				"WorkflowRun": schemaObj(map[string]any{"id": map[string]any{"type": "string", "format": "uuid"}, "client": str, "templateId": str,
-					"workflow": map[string]any{"type": "string", "description": "id@version of the published workflow the run runs"},
-					"status":   map[string]any{"type": "string", "description": "the platform run's status: running, waiting, suspended, succeeded, failed, cancelled, timed_out (unknown when the platform run is gone)"},
-					"inputs":   map[string]any{"type": "object", "description": "the run input as the platform holds it (activation defaults filled in, secret values redacted)"},
-					"output":   anyJSON, "error": map[string]any{"oneOf": []any{jobErr, map[string]any{"type": "null"}}}, "createdAt": dt, "updatedAt": dt,
-					"platformRunId": map[string]any{"type": "string", "format": "uuid"},
-					"links":         schemaObj(map[string]any{"platformRun": map[string]any{"type": "string", "description": "the run's path on the services listener (platform API, platform token)"}})},
-					"id", "client", "templateId", "workflow", "status", "inputs", "output", "error", "platformRunId"),
-				"WorkflowRunList": schemaObj(map[string]any{"workflowRuns": arrayOf(ref("WorkflowRun")), "hasMore": boolean}, "workflowRuns", "hasMore"),
-				"Revocation": schemaObj(map[string]any{"client": str, "revokedTokens": integer, "closedStreams": integer,
-					"endedSessions": map[string]any{"type": "integer", "description": "client owner only: the web console sessions signed out"}}),
-			},
+	return o.Build(httpx.Document{
+		Info:            httpx.Info{Title: "Agent Bridge API", Version: apiVersion, Description: "Agent jobs, messages, audit, tool observations, events, workflow runs and tokens of the local agent bridge."},
+		Servers:         []string{"http://127.0.0.1:8766"},
+		SecuritySchemes: map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer", "description": "a bridge token (brg_...) in Authorization; never in the URL"}},
+		Schemas: map[string]any{
+			"Error": schemaObj(map[string]any{"error": schemaObj(map[string]any{"code": map[string]any{"type": "string", "enum": codes}, "message": str}, "code", "message")}, "error"),
+			"JobRequest": map[string]any{"type": "object", "additionalProperties": false, "required": []string{"prompt"}, "properties": map[string]any{
+				"profile": map[string]any{"type": "string", "default": "default"}, "prompt": map[string]any{"type": "string", "minLength": 1, "maxLength": maxTextChars},
+				"workDir":  map[string]any{"type": "string", "maxLength": maxWorkDir, "description": "an existing absolute directory"},
+				"metadata": map[string]any{"type": "object", "maxProperties": maxMetaEntries, "additionalProperties": map[string]any{"type": "string", "maxLength": maxMetaValue}}}},
+			"Job": schemaObj(map[string]any{"id": map[string]any{"type": "string", "format": "uuid"}, "client": str, "profile": str, "provider": str, "source": map[string]any{"type": "string", "enum": []string{"api", "chat", SourceWorkflow}},
+				"state": map[string]any{"type": "string", "enum": states}, "prompt": str, "workDir": str, "metadata": map[string]any{"type": "object", "additionalProperties": str},
+				"attempt": integer, "sessionId": str, "lastError": map[string]any{"oneOf": []any{jobErr, map[string]any{"type": "null"}}}, "usage": usage,
+				"createdAt": dt, "updatedAt": dt, "startedAt": dt, "finishedAt": dt}, "id", "client", "profile", "state", "attempt"),
+			"JobPage":         schemaObj(map[string]any{"jobs": arrayOf(ref("Job")), "next": map[string]any{"type": []string{"string", "null"}}, "hasMore": boolean}, "jobs", "next"),
+			"AuditPage":       schemaObj(map[string]any{"jobId": str, "through": integer, "entries": arrayOf(schemaObj(map[string]any{"seq": integer, "attempt": integer, "kind": str, "summary": anyJSON, "payload": anyJSON, "createdAt": dt})), "nextAfter": map[string]any{"type": []string{"integer", "null"}}, "hasMore": boolean}, "through", "entries"),
+			"Tool":            schemaObj(map[string]any{"seq": integer, "attempt": integer, "callId": str, "parentCallId": str, "name": str, "input": anyJSON, "output": map[string]any{"type": []string{"string", "null"}}, "status": map[string]any{"type": "string", "enum": []string{"running", "succeeded", "failed", "abandoned"}}, "error": map[string]any{"type": []string{"string", "null"}}, "files": arrayOf(str), "startedAt": dt, "finishedAt": dt, "durationMs": map[string]any{"type": []string{"integer", "null"}}}, "seq", "name", "status"),
+			"ToolPage":        schemaObj(map[string]any{"jobId": str, "tools": arrayOf(ref("Tool")), "nextAfter": map[string]any{"type": []string{"integer", "null"}}, "hasMore": boolean}, "tools"),
+			"AttemptList":     schemaObj(map[string]any{"jobId": str, "current": integer, "attempts": arrayOf(schemaObj(map[string]any{"n": integer, "state": str, "reason": str, "sessionId": str, "error": anyJSON, "usage": usage, "createdAt": dt, "startedAt": dt, "finishedAt": dt}))}, "attempts"),
+			"Result":          schemaObj(map[string]any{"jobId": str, "state": str, "attempt": integer, "result": map[string]any{"type": []string{"string", "null"}}, "error": anyJSON, "usage": usage, "finishedAt": dt, "demo": boolean}, "jobId", "state"),
+			"MessageRequest":  map[string]any{"type": "object", "additionalProperties": false, "required": []string{"text"}, "properties": map[string]any{"text": map[string]any{"type": "string", "minLength": 1, "maxLength": maxTextChars}}},
+			"Message":         schemaObj(map[string]any{"seq": integer, "attempt": integer, "role": map[string]any{"type": "string", "enum": []string{"user", "assistant"}}, "text": str, "status": str, "createdAt": dt}),
+			"MessageList":     schemaObj(map[string]any{"jobId": str, "sessionId": str, "messages": arrayOf(ref("Message"))}, "messages"),
+			"MessageAccepted": schemaObj(map[string]any{"message": ref("Message"), "job": ref("Job")}, "message", "job"),
+			"Status":          schemaObj(map[string]any{"version": str, "apiVersion": str, "listener": str, "providers": arrayOf(anyJSON), "jobs": anyJSON, "concurrency": anyJSON, "events": anyJSON}),
+			"TokenRequest":    map[string]any{"type": "object", "additionalProperties": false, "required": []string{"id", "profiles", "scopes"}, "properties": map[string]any{"id": map[string]any{"type": "string", "pattern": clientIDPattern.String()}, "profiles": arrayOf(str), "scopes": arrayOf(map[string]any{"type": "string", "enum": AllScopes})}},
+			"IssuedToken":     schemaObj(map[string]any{"token": str, "tokenId": str, "client": str, "profiles": arrayOf(str), "scopes": arrayOf(str), "createdAt": dt}, "token"),
+			"TokenList":       schemaObj(map[string]any{"tokens": arrayOf(schemaObj(map[string]any{"tokenId": str, "client": str, "profiles": arrayOf(str), "scopes": arrayOf(str), "createdAt": dt, "revokedAt": dt}))}),
+			"WorkflowRunRequest": map[string]any{"type": "object", "additionalProperties": false, "required": []string{"templateId", "inputs"}, "properties": map[string]any{
+				"templateId": map[string]any{"type": "string", "minLength": 1, "maxLength": maxTemplateID, "description": "a workflow id published in the local project, optionally with @version"},
+				"inputs":     map[string]any{"type": "object", "maxProperties": maxWorkflowInputs, "additionalProperties": str, "description": "the run input; every value is a string"}}},
+			"WorkflowRun": schemaObj(map[string]any{"id": map[string]any{"type": "string", "format": "uuid"}, "client": str, "templateId": str,
+				"workflow": map[string]any{"type": "string", "description": "id@version of the published workflow the run runs"},
+				"status":   map[string]any{"type": "string", "description": "the platform run's status: running, waiting, suspended, succeeded, failed, cancelled, timed_out (unknown when the platform run is gone)"},
+				"inputs":   map[string]any{"type": "object", "description": "the run input as the platform holds it (activation defaults filled in, secret values redacted)"},
+				"output":   anyJSON, "error": map[string]any{"oneOf": []any{jobErr, map[string]any{"type": "null"}}}, "createdAt": dt, "updatedAt": dt,
+				"platformRunId": map[string]any{"type": "string", "format": "uuid"},
+				"links":         schemaObj(map[string]any{"platformRun": map[string]any{"type": "string", "description": "the run's path on the services listener (platform API, platform token)"}})},
+				"id", "client", "templateId", "workflow", "status", "inputs", "output", "error", "platformRunId"),
+			"WorkflowRunList": schemaObj(map[string]any{"workflowRuns": arrayOf(ref("WorkflowRun")), "hasMore": boolean}, "workflowRuns", "hasMore"),
+			"Revocation": schemaObj(map[string]any{"client": str, "revokedTokens": integer, "closedStreams": integer,
+				"endedSessions": map[string]any{"type": "integer", "description": "client owner only: the web console sessions signed out"}}),
 		},
-	}
-}
-
-// headOp documents the HEAD of a GET operation: the same status and headers
-// without a body.
-func headOp(get map[string]any) map[string]any {
-	head := map[string]any{"summary": "HEAD of: " + get["summary"].(string) + " (status and headers only)",
-		"security": get["security"], "x-access": get["x-access"],
-		"responses": map[string]any{"default": map[string]any{"description": "the status and headers GET answers, without a body"}}}
-	if params, ok := get["parameters"]; ok {
-		head["parameters"] = params
-	}
-	return head
+	})
 }

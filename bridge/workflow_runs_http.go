@@ -4,15 +4,18 @@ import (
 	"net/http"
 
 	"github.com/julienschmidt/httprouter"
+
+	"github.com/agentbridge/bridge/httpx"
 )
 
 // Routes registers the workflow-run routes on the bridge listener (once;
 // they appear in the bridge's OpenAPI document).
 func (w *WorkflowRuns) Routes(r *httprouter.Router) {
-	add := func(method, path, access string, h handlerFunc) { w.s.handle(r, method, path, access, h) }
-	add("POST", "/v1/bridge/workflow-runs", ScopeWorkflows, w.handleStart)
-	add("GET", "/v1/bridge/workflow-runs", ScopeRead, w.handleList)
-	add("GET", "/v1/bridge/workflow-runs/:id", ScopeRead, w.handleGet)
+	w.s.register(r, []httpx.Route{
+		w.s.route("POST", "/v1/bridge/workflow-runs", ScopeWorkflows, w.handleStart),
+		w.s.route("GET", "/v1/bridge/workflow-runs", ScopeRead, w.handleList),
+		w.s.route("GET", "/v1/bridge/workflow-runs/{id}", ScopeRead, w.handleGet),
+	})
 }
 
 func (w *WorkflowRuns) handleStart(rw http.ResponseWriter, r *http.Request, p Principal, _ httprouter.Params) error {

@@ -125,8 +125,40 @@ var errorTable = httpx.ErrorTable{
 		httpx.EUNAUTHORIZED: {Status: http.StatusUnauthorized, Code: CodeUnauthenticated},
 		httpx.EFORBIDDEN:    {Status: http.StatusForbidden, Code: CodeForbidden},
 		httpx.EUNAVAILABLE:  {Status: http.StatusServiceUnavailable, Code: CodeUnavailable},
+		// The spec's codes, as the domain errors of platform packages
+		// carry them (Coded: engine.Error, ...).
+		CodeNotFound:            {Status: http.StatusNotFound, Code: CodeNotFound},
+		CodeValidation:          {Status: http.StatusUnprocessableEntity, Code: CodeValidation},
+		CodeFilter:              {Status: http.StatusUnprocessableEntity, Code: CodeFilter},
+		CodeForbidden:           {Status: http.StatusForbidden, Code: CodeForbidden},
+		CodeConflict:            {Status: http.StatusConflict, Code: CodeConflict},
+		"PF-RUNTIME-OUTPUT":     {Status: http.StatusUnprocessableEntity, Code: "PF-RUNTIME-OUTPUT"},
+		"PF-OPERATION-CAPACITY": {Status: http.StatusTooManyRequests, Code: "PF-OPERATION-CAPACITY"},
 	},
 	Fallback: httpx.Mapping{Status: http.StatusInternalServerError, Code: CodeInternal},
+}
+
+// Coded is a domain error that carries a spec code (PF-RUNTIME-STATE, ...)
+// but no status (engine.Error, ...): the status comes from errorTable
+// (CodeStatus), so domain code never chooses one, and the error keeps its
+// diagnostics and headers.
+type Coded interface {
+	error
+	ProblemCode() string
+	// ProblemDetail answers what the client is shown: the message, the
+	// diagnostics and the response headers (nil when none).
+	ProblemDetail() (message string, diags []Diagnostic, headers map[string]string)
+}
+
+// CodeStatus is the HTTP status of a spec code: errorTable's row, and for
+// a code it does not list (the kernel's PF-RUNTIME-STATE,
+// PF-INCIDENT-REVISION, ...) 409, a refusal in the resource's current
+// state.
+func CodeStatus(code string) int {
+	if m, ok := errorTable.Codes[code]; ok {
+		return m.Status
+	}
+	return http.StatusConflict
 }
 
 // internalMessage is all a client learns of a 500.
@@ -138,6 +170,11 @@ func asError(err error) *Error {
 	var e *Error
 	if errors.As(err, &e) {
 		return e
+	}
+	var ce Coded
+	if errors.As(err, &ce) {
+		msg, diags, headers := ce.ProblemDetail()
+		return &Error{Status: CodeStatus(ce.ProblemCode()), Code: ce.ProblemCode(), Message: msg, Diagnostics: diags, Headers: headers}
 	}
 	var be *httpx.BodyError
 	if errors.As(err, &be) {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/agentbridge/bridge/platform/kernel"
-	"github.com/agentbridge/bridge/store"
 )
 
 // Executors of dispatch rows.
@@ -68,7 +67,7 @@ type dispatchRow struct {
 // started by an earlier process has an unknown outcome. The kernel retries
 // a safe class and opens PF-TASK-AMBIGUOUS for an unsafe one.
 func (s *Service) recoverDispatches(ctx context.Context) error {
-	rows, err := idsWhere(ctx, s.db.Reader(), `SELECT task_id FROM platform_task_dispatches WHERE status = 'started'`)
+	rows, err := startedDispatches(ctx, s.db.Reader())
 	if err != nil {
 		return err
 	}
@@ -90,33 +89,14 @@ func (s *Service) dispatch(ctx context.Context) (bool, error) {
 	}
 	var claimed []dispatchRow
 	err := s.db.Write(ctx, func(tx *sql.Tx) error {
-		claimed = claimed[:0]
-		rows, err := tx.QueryContext(ctx, `SELECT d.task_id, d.run_id, d.executor, d.spec FROM platform_task_dispatches d
-			JOIN platform_runs r ON r.id = d.run_id
-			WHERE d.status = 'pending' AND r.paused = 0 ORDER BY d.created_at, d.task_id LIMIT ?`, min(free, dispatchBatch))
-		if err != nil {
-			return fmt.Errorf("engine: list dispatches: %w", err)
+		var err error
+		if claimed, err = s.pendingDispatches(ctx, tx, min(free, dispatchBatch)); err != nil {
+			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var d dispatchRow
-			var spec string
-			if err := rows.Scan(&d.TaskID, &d.RunID, &d.Executor, &spec); err != nil {
-				return fmt.Errorf("engine: list dispatches: %w", err)
-			}
-			if err := s.seal.openTaskSpec(spec, d.TaskID, &d.Spec); err != nil {
-				return fmt.Errorf("engine: dispatch %s: %w", d.TaskID, err)
-			}
-			claimed = append(claimed, d)
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("engine: list dispatches: %w", err)
-		}
-		now := store.Millis(s.timestamp())
+		now := s.timestamp()
 		for _, d := range claimed {
-			if _, err := tx.ExecContext(ctx, `UPDATE platform_task_dispatches SET status = 'started', started_at = ? WHERE task_id = ?`,
-				now, d.TaskID); err != nil {
-				return fmt.Errorf("engine: start dispatch: %w", err)
+			if err := markDispatchStarted(ctx, tx, d.TaskID, now); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -187,21 +167,20 @@ const reportAttempts = 3
 // withdrawn meanwhile (cancelled, timed out) is ignored.
 func (s *Service) finish(ctx context.Context, id string, o outcome) error {
 	err := s.db.Write(ctx, func(tx *sql.Tx) error {
-		var run, stored string
-		err := tx.QueryRowContext(ctx, `SELECT run_id, spec FROM platform_task_dispatches WHERE task_id = ?`, id).Scan(&run, &stored)
-		if errors.Is(err, sql.ErrNoRows) {
+		run, stored, err := readDispatch(ctx, tx, id)
+		if errors.Is(err, errNotFound) {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("engine: read dispatch: %w", err)
+			return err
 		}
 		var spec kernel.TaskSpec
 		if err := s.seal.openTaskSpec(stored, id, &spec); err != nil {
 			return err
 		}
 		node := spec.NodeID
-		if _, err := tx.ExecContext(ctx, `DELETE FROM platform_task_dispatches WHERE task_id = ?`, id); err != nil {
-			return fmt.Errorf("engine: delete dispatch: %w", err)
+		if err := deleteDispatch(ctx, tx, id); err != nil {
+			return err
 		}
 		if o.Note != "" {
 			level := "info"
@@ -266,9 +245,7 @@ func (s *Service) cancelInFlight(id string) {
 			if !ok {
 				return // the call ended
 			}
-			var n int
-			err := s.db.Reader().QueryRow(`SELECT count(*) FROM platform_task_dispatches WHERE task_id = ?`, id).Scan(&n)
-			if err == nil && n == 0 {
+			if gone, err := dispatchGone(s.db.Reader(), id); err == nil && gone {
 				cancel()
 				return
 			}

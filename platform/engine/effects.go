@@ -8,7 +8,6 @@ import (
 	"fmt"
 
 	"github.com/agentbridge/bridge/platform/kernel"
-	"github.com/agentbridge/bridge/store"
 )
 
 // perform turns the effects of an accepted event into durable work, in the
@@ -103,10 +102,8 @@ func (s *Service) startTask(ctx context.Context, tx *sql.Tx, r *runRow, p *progr
 	if err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO platform_task_dispatches(task_id, run_id, environment_id, executor, spec, status, created_at)
-		VALUES (?, ?, ?, ?, ?, 'pending', ?) ON CONFLICT(task_id) DO NOTHING`,
-		t.TaskID, r.ID, r.Environment, executor, spec, store.Millis(s.timestamp())); err != nil {
-		return fmt.Errorf("engine: queue task %s: %w", t.TaskID, err)
+	if err := insertDispatch(ctx, tx, r, t.TaskID, executor, spec, s.timestamp()); err != nil {
+		return err
 	}
 	s.dispatchPending.Store(true)
 	return nil
@@ -115,8 +112,8 @@ func (s *Service) startTask(ctx context.Context, tx *sql.Tx, r *runRow, p *progr
 // cancelTask withdraws a task: its dispatch row or worker queue row goes,
 // and an in-flight call is cancelled after the commit.
 func (s *Service) cancelTask(ctx context.Context, tx *sql.Tx, r *runRow, id, reason string) error {
-	if _, err := tx.ExecContext(ctx, `DELETE FROM platform_task_dispatches WHERE task_id = ?`, id); err != nil {
-		return fmt.Errorf("engine: withdraw task %s: %w", id, err)
+	if err := deleteDispatch(ctx, tx, id); err != nil {
+		return err
 	}
 	if err := cancelWorkerTask(ctx, tx, r, id, reason); err != nil {
 		return err
@@ -235,14 +232,7 @@ func (s *Service) enqueue(ctx context.Context, tx *sql.Tx, id string, e kernel.E
 	if err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO platform_run_inbox(run_id, event, created_at) VALUES (?, ?, ?)`,
-		id, sealed, store.Millis(s.timestamp())); err != nil {
-		return fmt.Errorf("engine: hold event for run %s: %w", id, err)
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE platform_runs SET needs_work = 1 WHERE id = ?`, id); err != nil {
-		return fmt.Errorf("engine: flag run %s: %w", id, err)
-	}
-	return nil
+	return holdEvent(ctx, tx, id, sealed, s.timestamp())
 }
 
 // Deliver feeds e to run id of environment env ("" for any) in tx: at once,

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-
-	"github.com/agentbridge/bridge/platform/api"
-	"github.com/agentbridge/bridge/platform/kernel"
 )
 
 // HumanTask answers the run of human task id of env for the file routes
@@ -24,11 +21,11 @@ func (s *Service) HumanTask(ctx context.Context, env, id, principal string, act 
 	}
 	switch {
 	case h.Status == humanCompleted || h.Status == humanClosed:
-		return "", api.Conflict(kernel.CodeRuntimeState, "human task %s is %s", id, h.Status)
+		return "", refused(CodeRuntimeState, "human task %s is %s", id, h.Status)
 	case h.Status == humanClaimed && h.ClaimedBy != principal:
-		return "", api.Conflict(kernel.CodeRuntimeState, "human task %s is claimed by %s; only its holder acts on it", id, h.ClaimedBy)
+		return "", refused(CodeRuntimeState, "human task %s is claimed by %s; only its holder acts on it", id, h.ClaimedBy)
 	case h.Status == humanOpen && len(h.Assignees) > 0 && !assignedTo(h.Assignees, principal):
-		return "", api.Conflict(kernel.CodeRuntimeState, "human task %s is assigned to %s; claim it first", id, strings.Join(h.Assignees, ", "))
+		return "", refused(CodeRuntimeState, "human task %s is assigned to %s; claim it first", id, strings.Join(h.Assignees, ", "))
 	}
 	return h.RunID, nil
 }
@@ -43,7 +40,7 @@ func (s *Service) LeasedTask(ctx context.Context, env, id, worker, principal str
 	if errors.Is(err, errNotFound) {
 		end, err := getTaskEnd(ctx, rd, env, id)
 		if errors.Is(err, errNotFound) {
-			return "", api.NotFound("task")
+			return "", notFound("task")
 		}
 		if err != nil {
 			return "", err
@@ -54,10 +51,10 @@ func (s *Service) LeasedTask(ctx context.Context, env, id, worker, principal str
 		return "", err
 	}
 	if w.Status != taskLeased {
-		return "", api.Conflict(kernel.CodeRuntimeState, "task %s is not leased: claim it first", id)
+		return "", refused(CodeRuntimeState, "task %s is not leased: claim it first", id)
 	}
 	if w.WorkerID != worker || w.PrincipalID != principal {
-		return "", api.Conflict(kernel.CodeRuntimeState, "task %s is leased by another worker", id)
+		return "", refused(CodeRuntimeState, "task %s is leased by another worker", id)
 	}
 	return w.RunID, nil
 }

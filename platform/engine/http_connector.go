@@ -3,7 +3,6 @@ package engine
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -94,15 +93,9 @@ func (s *Service) performHTTP(ctx context.Context, t *kernel.TaskSpec) outcome {
 // httpShape reads the output shape of t's step from the program of the
 // run that issued t (through its dispatch row).
 func (s *Service) httpShape(ctx context.Context, t *kernel.TaskSpec) (httpShape, error) {
-	var project, version string
-	err := s.db.Reader().QueryRowContext(ctx, `SELECT r.project_id, COALESCE(r.published_version_id, a.published_version_id)
-		FROM platform_task_dispatches d JOIN platform_runs r ON r.id = d.run_id JOIN platform_activations a ON a.id = r.activation_id
-		WHERE d.task_id = ?`, t.TaskID).Scan(&project, &version)
-	if errors.Is(err, sql.ErrNoRows) {
-		return httpShape{}, errNotFound
-	}
+	project, version, err := dispatchProgram(ctx, s.db.Reader(), t.TaskID)
 	if err != nil {
-		return httpShape{}, fmt.Errorf("engine: read dispatch: %w", err)
+		return httpShape{}, err
 	}
 	p, err := s.program(ctx, s.db.Reader(), project, version)
 	if err != nil {

@@ -1,282 +1,325 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/agentbridge/bridge/platform/api"
 	"github.com/agentbridge/bridge/platform/auth"
 	"github.com/agentbridge/bridge/platform/kernel"
-	"github.com/agentbridge/bridge/store"
 )
 
-// Human task statuses (platform_human_tasks.status).
-const (
-	humanOpen      = "open"
-	humanClaimed   = "claimed"
-	humanCompleted = "completed"
-	humanClosed    = "closed"
-)
+// CodeHumanTaskRevision: the If-Match revision of a human task change is
+// not the task's current one.
+const CodeHumanTaskRevision = "PF-HUMAN-TASK-REVISION"
 
-// assigneeUserPrefix marks an assignee entry that names a principal id
-// ("user:<principal id>"); a bare principal id matches too.
-const assigneeUserPrefix = "user:"
+// MaxDecisionLen bounds a completion's decision (and the assignee filter).
+const MaxDecisionLen = 200
 
-// humanRow is a stored human task.
-type humanRow struct {
-	ID, RunID, Environment, NodeID, Instance string
-	Generation                               int
-	Title, Description                       string
-	Assignees, Decisions                     []string
-	Form, Data                               json.RawMessage
-	Status                                   string
-	ClaimedBy, CompletedBy, Decision         string
-	CloseReason                              string
-	ClaimedAt, ClosedAt, Deadline            *time.Time
-	Revision                                 int64
-	OpenedAt, UpdatedAt                      time.Time
+// HumanTask is a task for people opened by a human step.
+type HumanTask struct {
+	ID          string          `json:"id" format:"uuid"`
+	RunID       string          `json:"run_id" format:"uuid"`
+	NodeID      string          `json:"node_id"`
+	Instance    string          `json:"instance"`
+	Generation  int             `json:"generation"`
+	Title       string          `json:"title"`
+	Description string          `json:"description,omitempty"`
+	Assignees   []string        `json:"assignees" doc:"as the step evaluated them; an entry that is a principal id or user:<principal id> names that principal"`
+	Decisions   []string        `json:"decisions" doc:"the decisions a completion chooses from"`
+	Form        json.RawMessage `json:"form,omitempty" doc:"JSON Schema of the data a completion submits"`
+	Status      string          `json:"status" doc:"open, claimed, completed or closed"`
+	ClaimedBy   string          `json:"claimed_by,omitempty" doc:"the principal holding the task (kept once it is completed or closed)"`
+	ClaimedAt   *time.Time      `json:"claimed_at,omitempty"`
+	CompletedBy string          `json:"completed_by,omitempty"`
+	Decision    string          `json:"decision,omitempty"`
+	Data        json.RawMessage `json:"data,omitempty"`
+	CloseReason string          `json:"close_reason,omitempty" doc:"closed only: timeout (the step's deadline), cancelled, terminated, run_deadline, step_timeout or run_ended"`
+	ClosedAt    *time.Time      `json:"closed_at,omitempty" doc:"when it was completed or closed"`
+	Revision    int64           `json:"revision" doc:"grows with every change; the ETag and the optional If-Match of changes"`
+	OpenedAt    time.Time       `json:"opened_at"`
+	Deadline    *time.Time      `json:"deadline,omitempty"`
+	UpdatedAt   time.Time       `json:"updated_at"`
 }
 
-const humanCols = `id, run_id, environment_id, node_id, instance, generation, title, description, assignees, decisions, form,
-	status, claimed_by, claimed_at, completed_by, decision, data, close_reason, closed_at, revision, opened_at, deadline_at, updated_at`
-
-func scanHuman(sc interface{ Scan(...any) error }) (humanRow, error) {
-	var h humanRow
-	var assignees, decisions string
-	var form, claimedBy, completedBy, decision, data, reason sql.NullString
-	var claimedAt, closedAt, deadline sql.NullInt64
-	var opened, updated int64
-	if err := sc.Scan(&h.ID, &h.RunID, &h.Environment, &h.NodeID, &h.Instance, &h.Generation, &h.Title, &h.Description,
-		&assignees, &decisions, &form, &h.Status, &claimedBy, &claimedAt, &completedBy, &decision, &data, &reason, &closedAt,
-		&h.Revision, &opened, &deadline, &updated); err != nil {
-		return h, err
-	}
-	if err := json.Unmarshal([]byte(assignees), &h.Assignees); err != nil {
-		return h, fmt.Errorf("engine: stored assignees of human task %s: %w", h.ID, err)
-	}
-	if err := json.Unmarshal([]byte(decisions), &h.Decisions); err != nil {
-		return h, fmt.Errorf("engine: stored decisions of human task %s: %w", h.ID, err)
-	}
-	if form.Valid {
-		h.Form = json.RawMessage(form.String)
-	}
-	if data.Valid {
-		h.Data = json.RawMessage(data.String)
-	}
-	h.ClaimedBy, h.CompletedBy, h.Decision, h.CloseReason = claimedBy.String, completedBy.String, decision.String, reason.String
-	h.ClaimedAt, h.ClosedAt, h.Deadline = store.FromNullMillis(claimedAt), store.FromNullMillis(closedAt), store.FromNullMillis(deadline)
-	h.OpenedAt, h.UpdatedAt = store.FromMillis(opened), store.FromMillis(updated)
-	return h, nil
+// HumanReassignRequest is the body of POST E/human-tasks/{identifier}/reassign.
+type HumanReassignRequest struct {
+	Assignee string `json:"assignee" api:"required" format:"uuid" doc:"the principal who holds the task next; it must be enabled and hold human_task.complete in the environment"`
 }
 
-// getHuman reads a human task of the environment.
-func getHuman(ctx context.Context, q store.Querier, env, id string) (humanRow, error) {
-	h, err := scanHuman(q.QueryRowContext(ctx, `SELECT `+humanCols+` FROM platform_human_tasks WHERE id = ? AND environment_id = ?`, id, env))
-	if errors.Is(err, sql.ErrNoRows) {
-		return h, api.NotFound("human task")
-	}
-	if err != nil {
-		return h, fmt.Errorf("engine: read human task: %w", err)
-	}
-	return h, nil
+// HumanCompleteRequest is the body of POST E/human-tasks/{identifier}/complete.
+type HumanCompleteRequest struct {
+	Decision string          `json:"decision" api:"required" doc:"one of the task's decisions (at most 200 characters)"`
+	Data     json.RawMessage `json:"data,omitempty" doc:"valid for the task's form (absent is null)"`
 }
 
-// humanFilter narrows a list of human tasks ("" for unset filters).
-type humanFilter struct {
-	Status, Assignee, RunID, ClaimedBy string
+// humanView is the API view of a stored task.
+func humanView(h humanRow) HumanTask {
+	return HumanTask{ID: h.ID, RunID: h.RunID, NodeID: h.NodeID, Instance: h.Instance, Generation: h.Generation, Title: h.Title,
+		Description: h.Description, Assignees: nonNil(h.Assignees), Decisions: nonNil(h.Decisions), Form: h.Form, Status: h.Status,
+		ClaimedBy: h.ClaimedBy, ClaimedAt: h.ClaimedAt, CompletedBy: h.CompletedBy, Decision: h.Decision, Data: h.Data,
+		CloseReason: h.CloseReason, ClosedAt: h.ClosedAt, Revision: h.Revision, OpenedAt: h.OpenedAt, Deadline: h.Deadline,
+		UpdatedAt: h.UpdatedAt}
 }
 
-// listHumans reads up to limit human tasks of the environment after the id
-// after, in id order.
-func listHumans(ctx context.Context, q store.Querier, env string, f humanFilter, after string, limit int) ([]humanRow, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+humanCols+` FROM platform_human_tasks
-		WHERE environment_id = ? AND id > ? AND (? = '' OR status = ?) AND (? = '' OR run_id = ?) AND (? = '' OR claimed_by = ?)
-		AND (? = '' OR EXISTS (SELECT 1 FROM json_each(assignees) j WHERE j.value = ? OR j.value = ?))
-		ORDER BY id LIMIT ?`, env, after, f.Status, f.Status, f.RunID, f.RunID, f.ClaimedBy, f.ClaimedBy,
-		f.Assignee, f.Assignee, assigneeUserPrefix+f.Assignee, limit)
-	if err != nil {
-		return nil, fmt.Errorf("engine: list human tasks: %w", err)
+// humanChangeFunc changes task h for principal by in tx at time now and
+// answers the task after the change (h itself when nothing changed).
+type humanChangeFunc func(ctx context.Context, tx *sql.Tx, h humanRow, by string, now time.Time) (humanRow, error)
+
+// HumanChange names a change of human task ID of environment Scope by
+// principal By; Revision, when not 0, is the If-Match revision it must be
+// at (PF-HUMAN-TASK-REVISION otherwise).
+type HumanChange struct {
+	Scope    auth.Scope
+	ID, By   string
+	Revision int64
+}
+
+// changeHuman commits a change of task ch.ID (see within for tx): the
+// environment and the task must exist (PF-NOT-FOUND), ch.Revision must be
+// its revision (PF-HUMAN-TASK-REVISION) and it must not be completed or
+// closed (PF-RUNTIME-STATE); the answer is the task after the change.
+func (s *Service) changeHuman(ctx context.Context, tx *sql.Tx, ch HumanChange, change humanChangeFunc) (HumanTask, error) {
+	if !auth.IsCanonicalUUID(ch.ID) {
+		return HumanTask{}, notFound("human task")
 	}
-	defer rows.Close()
-	var out []humanRow
-	for rows.Next() {
-		h, err := scanHuman(rows)
+	var out HumanTask
+	err := s.within(ctx, tx, func(tx *sql.Tx) error {
+		if err := requireEnvironment(ctx, tx, ch.Scope); err != nil {
+			return err
+		}
+		h, err := getHuman(ctx, tx, ch.Scope.Environment, ch.ID)
 		if err != nil {
-			return nil, fmt.Errorf("engine: list human tasks: %w", err)
+			return err
 		}
-		out = append(out, h)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("engine: list human tasks: %w", err)
-	}
-	return out, nil
-}
-
-// assignedTo reports whether principal is one of the assignees: an entry
-// that is its id or "user:" and its id. Other entries (display names,
-// "group:finance") match no principal.
-func assignedTo(assignees []string, principal string) bool {
-	return slices.Contains(assignees, principal) || slices.Contains(assignees, assigneeUserPrefix+principal)
-}
-
-// openHumanTask stores a task a human step opened, in the transaction of
-// the state that opened it (an effect performed twice changes nothing).
-func openHumanTask(ctx context.Context, tx *sql.Tx, r *runRow, h *kernel.HumanTask) error {
-	if h == nil {
-		return nil
-	}
-	assignees, err := json.Marshal(nonNil(h.Assignees))
-	if err != nil {
-		return fmt.Errorf("engine: encode assignees: %w", err)
-	}
-	decisions, err := json.Marshal(nonNil(h.Decisions))
-	if err != nil {
-		return fmt.Errorf("engine: encode decisions: %w", err)
-	}
-	var form *string
-	if len(h.Form) > 0 {
-		f := string(h.Form)
-		form = &f
-	}
-	var deadline *int64
-	if h.Deadline != nil {
-		d := store.Millis(*h.Deadline)
-		deadline = &d
-	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO platform_human_tasks(id, run_id, environment_id, node_id, instance, generation, title,
-		description, assignees, decisions, form, status, opened_at, deadline_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
-		h.ID, r.ID, r.Environment, h.Node, h.Instance, h.Generation, h.Title, h.Description, string(assignees), string(decisions),
-		form, store.Millis(h.OpenedAt), deadline, store.Millis(r.UpdatedAt))
-	if err != nil {
-		return fmt.Errorf("engine: store human task %s: %w", h.ID, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return nil
-	}
-	return writeLog(ctx, tx, r.ID, logLine{At: r.UpdatedAt, Seq: r.State.Seq, Type: "human_task_opened", Node: h.Node,
-		Message: "human task " + h.ID + " opened: " + h.Title, Data: map[string]any{"human_task_id": h.ID, "assignees": nonNil(h.Assignees)}})
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
-// closeHumanTask withdraws a task the kernel closed without a completion
-// (reason "timeout" when the step's deadline passed; the run's end reason
-// when it ended), in the transaction of that state. A completion still
-// held for a paused run was never applied, so it is closed as well.
-func closeHumanTask(ctx context.Context, tx *sql.Tx, r *runRow, h *kernel.HumanTask, reason string) error {
-	if h == nil {
-		return nil
-	}
-	at := store.Millis(r.UpdatedAt)
-	res, err := tx.ExecContext(ctx, `UPDATE platform_human_tasks SET status = 'closed', close_reason = ?, closed_at = ?,
-		revision = revision + 1, updated_at = ? WHERE id = ? AND status <> 'closed'`, reason, at, at, h.ID)
-	if err != nil {
-		return fmt.Errorf("engine: close human task %s: %w", h.ID, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return nil
-	}
-	return writeLog(ctx, tx, r.ID, logLine{At: r.UpdatedAt, Seq: r.State.Seq, Type: "human_task_closed", Node: h.Node,
-		Message: "human task " + h.ID + " closed: " + reason, Data: map[string]any{"human_task_id": h.ID, "reason": reason}})
-}
-
-// humanChange is the new holder and status of a task (claim, release,
-// reassignment).
-type humanChange struct {
-	Status    string
-	ClaimedBy string // "" clears it
-}
-
-// updateHuman applies a change to the task at its revision and answers the
-// task as stored after it. A concurrent change is an error (writes are
-// serialized, so it does not happen).
-func updateHuman(ctx context.Context, tx *sql.Tx, h humanRow, c humanChange, now time.Time) (humanRow, error) {
-	at := store.Millis(now)
-	var claimedAt *int64
-	if c.ClaimedBy != "" {
-		claimedAt = &at
-	}
-	res, err := tx.ExecContext(ctx, `UPDATE platform_human_tasks SET status = ?, claimed_by = ?, claimed_at = ?, revision = revision + 1,
-		updated_at = ? WHERE id = ? AND revision = ?`, c.Status, optional(c.ClaimedBy), claimedAt, at, h.ID, h.Revision)
-	if err != nil {
-		return h, fmt.Errorf("engine: update human task %s: %w", h.ID, err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return h, fmt.Errorf("engine: update human task %s: it changed concurrently", h.ID)
-	}
-	return getHuman(ctx, tx, h.Environment, h.ID)
-}
-
-// completeHuman records the completion of a task.
-func completeHuman(ctx context.Context, tx *sql.Tx, h humanRow, by, decision string, data json.RawMessage, now time.Time) (humanRow, error) {
-	at := store.Millis(now)
-	var stored *string
-	if len(data) > 0 {
-		d := string(data)
-		stored = &d
-	}
-	res, err := tx.ExecContext(ctx, `UPDATE platform_human_tasks SET status = 'completed', completed_by = ?, decision = ?, data = ?,
-		closed_at = ?, revision = revision + 1, updated_at = ? WHERE id = ? AND revision = ?`, by, decision, stored, at, at, h.ID, h.Revision)
-	if err != nil {
-		return h, fmt.Errorf("engine: complete human task %s: %w", h.ID, err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return h, fmt.Errorf("engine: complete human task %s: it changed concurrently", h.ID)
-	}
-	return getHuman(ctx, tx, h.Environment, h.ID)
-}
-
-// checkAssignee answers 422 unless principal exists, is enabled and holds
-// human_task.complete at scope (the reassigned person must be able to act).
-func checkAssignee(ctx context.Context, q store.Querier, principal string, scope auth.Scope) error {
-	var kind string
-	var disabled bool
-	err := q.QueryRowContext(ctx, `SELECT kind, disabled FROM platform_principals WHERE id = ?`, principal).Scan(&kind, &disabled)
-	if errors.Is(err, sql.ErrNoRows) {
-		return api.Invalid("/assignee", "no principal has the id %s", principal)
-	}
-	if err != nil {
-		return fmt.Errorf("engine: read principal: %w", err)
-	}
-	rows, err := q.QueryContext(ctx, `SELECT id, tenant_id, project_id, environment_id, resource_id, role, capabilities
-		FROM platform_grants WHERE principal_id = ? AND revoked_at IS NULL ORDER BY id`, principal)
-	if err != nil {
-		return fmt.Errorf("engine: read grants: %w", err)
-	}
-	defer rows.Close()
-	var grants []auth.Grant
-	for rows.Next() {
-		g := auth.Grant{PrincipalID: principal}
-		var role, caps string
-		if err := rows.Scan(&g.ID, &g.Scope.Tenant, &g.Scope.Project, &g.Scope.Environment, &g.Scope.Resource, &role, &caps); err != nil {
-			return fmt.Errorf("engine: read grants: %w", err)
+		if ch.Revision != 0 && ch.Revision != h.Revision {
+			return &Error{Code: CodeHumanTaskRevision, Revision: h.Revision,
+				Message: fmt.Sprintf("human task %s is at revision %d, not %d; read it again", ch.ID, h.Revision, ch.Revision)}
 		}
-		g.Role = auth.Role(role)
-		for c := range strings.SplitSeq(caps, ",") {
-			if c != "" {
-				g.Capabilities = append(g.Capabilities, auth.Capability(c))
+		if h.Status == humanCompleted || h.Status == humanClosed {
+			return refused(CodeRuntimeState, "human task %s is %s", ch.ID, h.Status)
+		}
+		if h, err = change(ctx, tx, h, ch.By, s.timestamp()); err != nil {
+			return err
+		}
+		out = humanView(h)
+		return nil
+	})
+	return out, err
+}
+
+// HumanFilter selects the human tasks ListHumanTasks answers; the zero
+// value of a field does not filter.
+type HumanFilter struct {
+	Scope auth.Scope
+	// Status is open, claimed, completed or closed; Assignee an assignee
+	// entry (a principal id also matches user:<id>).
+	Status, Assignee, RunID, ClaimedBy string
+	// After is the task id to resume behind.
+	After string
+	Limit int
+}
+
+// ListHumanTasks answers the human tasks of f.Scope's environment that
+// match f, in task id order.
+func (s *Service) ListHumanTasks(ctx context.Context, f HumanFilter) ([]HumanTask, error) {
+	rd := s.db.Reader()
+	if err := requireEnvironment(ctx, rd, f.Scope); err != nil {
+		return nil, err
+	}
+	rows, err := listHumans(ctx, rd, f.Scope.Environment, humanFilter{Status: f.Status, Assignee: f.Assignee, RunID: f.RunID,
+		ClaimedBy: f.ClaimedBy}, f.After, f.Limit)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]HumanTask, len(rows))
+	for i, h := range rows {
+		items[i] = humanView(h)
+	}
+	return items, nil
+}
+
+// GetHumanTask answers human task id of environment sc.
+func (s *Service) GetHumanTask(ctx context.Context, sc auth.Scope, id string) (HumanTask, error) {
+	if !auth.IsCanonicalUUID(id) {
+		return HumanTask{}, notFound("human task")
+	}
+	rd := s.db.Reader()
+	if err := requireEnvironment(ctx, rd, sc); err != nil {
+		return HumanTask{}, err
+	}
+	h, err := getHuman(ctx, rd, sc.Environment, id)
+	if err != nil {
+		return HumanTask{}, err
+	}
+	return humanView(h), nil
+}
+
+// logHuman writes a human task change to its run's log.
+func logHuman(ctx context.Context, tx *sql.Tx, h humanRow, now time.Time, typ, msg string, data map[string]any) error {
+	data["human_task_id"] = h.ID
+	return writeLog(ctx, tx, h.RunID, logLine{At: now, Type: typ, Node: h.NodeID, Message: "human task " + h.ID + " " + msg, Data: data})
+}
+
+// ClaimHumanTask makes ch.By the holder of open task ch.ID (see within
+// for tx). Claiming a task the caller holds changes nothing; one held by
+// someone else is PF-RUNTIME-STATE.
+func (s *Service) ClaimHumanTask(ctx context.Context, tx *sql.Tx, ch HumanChange) (HumanTask, error) {
+	return s.changeHuman(ctx, tx, ch, func(ctx context.Context, tx *sql.Tx, h humanRow, by string, now time.Time) (humanRow, error) {
+		if h.Status == humanClaimed {
+			if h.ClaimedBy == by {
+				return h, nil
 			}
+			return h, refused(CodeRuntimeState, "human task %s is claimed by %s; only an open task is claimed", h.ID, h.ClaimedBy)
 		}
-		grants = append(grants, g)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("engine: read grants: %w", err)
-	}
-	p := auth.Principal{ID: principal, Kind: auth.PrincipalKind(kind), Disabled: disabled}
-	if d := auth.Authorize(grants, p, auth.CapHumanTaskComplete, scope); !d.Allowed {
-		return api.Invalid("/assignee", "principal %s cannot complete human tasks in this environment (%s)", principal, d.Reason)
+		h, err := updateHuman(ctx, tx, h, humanChange{Status: humanClaimed, ClaimedBy: by}, now)
+		if err != nil {
+			return h, err
+		}
+		return h, logHuman(ctx, tx, h, now, "human_task_claimed", "claimed by "+by, map[string]any{"by": by})
+	})
+}
+
+// ReleaseHumanTask gives claimed task ch.ID back, by its holder ch.By
+// (see within for tx): it is open again.
+func (s *Service) ReleaseHumanTask(ctx context.Context, tx *sql.Tx, ch HumanChange) (HumanTask, error) {
+	return s.changeHuman(ctx, tx, ch, func(ctx context.Context, tx *sql.Tx, h humanRow, by string, now time.Time) (humanRow, error) {
+		if h.Status != humanClaimed {
+			return h, refused(CodeRuntimeState, "human task %s is not claimed", h.ID)
+		}
+		if h.ClaimedBy != by {
+			return h, refused(CodeRuntimeState, "human task %s is claimed by %s; only its holder releases it (reassign it instead)", h.ID, h.ClaimedBy)
+		}
+		h, err := updateHuman(ctx, tx, h, humanChange{Status: humanOpen}, now)
+		if err != nil {
+			return h, err
+		}
+		return h, logHuman(ctx, tx, h, now, "human_task_released", "released by "+by, map[string]any{"by": by})
+	})
+}
+
+// checkReassign validates a reassignment.
+func checkReassign(req *HumanReassignRequest) error {
+	if !auth.IsCanonicalUUID(req.Assignee) {
+		return invalid("/assignee", "assignee must be a principal id (a canonical lowercase UUID)")
 	}
 	return nil
+}
+
+// ReassignHumanTask makes req.Assignee the holder of open or claimed task
+// ch.ID (see within for tx); the assignee must be enabled and hold
+// human_task.complete in the environment (PF-VALIDATION otherwise).
+func (s *Service) ReassignHumanTask(ctx context.Context, tx *sql.Tx, ch HumanChange, req HumanReassignRequest) (HumanTask, error) {
+	if err := checkReassign(&req); err != nil {
+		return HumanTask{}, err
+	}
+	return s.changeHuman(ctx, tx, ch, func(ctx context.Context, tx *sql.Tx, h humanRow, by string, now time.Time) (humanRow, error) {
+		if err := checkAssignee(ctx, tx, req.Assignee, ch.Scope); err != nil {
+			return h, err
+		}
+		if h.Status == humanClaimed && h.ClaimedBy == req.Assignee {
+			return h, nil
+		}
+		from := h.ClaimedBy
+		h, err := updateHuman(ctx, tx, h, humanChange{Status: humanClaimed, ClaimedBy: req.Assignee}, now)
+		if err != nil {
+			return h, err
+		}
+		return h, logHuman(ctx, tx, h, now, "human_task_reassigned", "reassigned to "+req.Assignee+" by "+by,
+			map[string]any{"by": by, "from": from, "to": req.Assignee})
+	})
+}
+
+// checkComplete validates a completion request and answers its data
+// (compact; nil when absent or null).
+func checkComplete(req *HumanCompleteRequest) (json.RawMessage, error) {
+	if err := checkText("decision", req.Decision, MaxDecisionLen, true); err != nil {
+		return nil, err
+	}
+	raw := bytes.TrimSpace(req.Data)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	if len(raw) > MaxInputBytes {
+		return nil, invalid("/data", "data has %d bytes; at most %d are accepted", len(raw), MaxInputBytes)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, raw); err != nil {
+		return nil, invalid("/data", "data is not valid JSON")
+	}
+	return compact.Bytes(), nil
+}
+
+// CompleteHumanTask completes task ch.ID with req's decision and data
+// (see within for tx): the run's human step continues in the same
+// transaction. files says which files the data may refer to.
+func (s *Service) CompleteHumanTask(ctx context.Context, tx *sql.Tx, ch HumanChange, req HumanCompleteRequest, files FileAccess) (HumanTask, error) {
+	data, err := checkComplete(&req)
+	if err != nil {
+		return HumanTask{}, err
+	}
+	return s.changeHuman(ctx, tx, ch, func(ctx context.Context, tx *sql.Tx, h humanRow, by string, now time.Time) (humanRow, error) {
+		data, err := s.attachFormFiles(ctx, tx, h, data, files)
+		if err != nil {
+			return h, err
+		}
+		return s.completeTask(ctx, tx, h, by, req.Decision, data, now)
+	})
+}
+
+// completeTask completes the open or claimed task h as principal by in tx:
+// the holder or assignee rules, then the kernel's check of the decision
+// and data through the run.
+func (s *Service) completeTask(ctx context.Context, tx *sql.Tx, h humanRow, by, decision string, data json.RawMessage, now time.Time) (humanRow, error) {
+	switch {
+	case h.Status == humanClaimed && h.ClaimedBy != by:
+		return h, refused(CodeRuntimeState, "human task %s is claimed by %s; only its holder completes it", h.ID, h.ClaimedBy)
+	case h.Status == humanOpen && len(h.Assignees) > 0 && !assignedTo(h.Assignees, by):
+		return h, refused(CodeRuntimeState, "human task %s is assigned to %s; claim it before completing it",
+			h.ID, strings.Join(h.Assignees, ", "))
+	}
+	e := kernel.Event{Kind: kernel.EventHumanCompleted, TaskID: h.ID, Decision: decision, Data: data, CompletedBy: by}
+	r, err := s.getRun(ctx, tx, h.Environment, h.RunID)
+	if err != nil {
+		return h, err
+	}
+	held := r.Paused && !r.State.Status.Terminal() // Deliver holds it
+	// The completion is logged before Deliver steps the run, so that
+	// it comes before the lines of the steps it lets run.
+	msg := "completed by " + by + " with " + decision
+	if held {
+		msg += " (held until the run resumes)"
+	}
+	if err := logHuman(ctx, tx, h, now, "human_task_completed", msg, map[string]any{"by": by, "decision": decision, "held": held}); err != nil {
+		return h, err
+	}
+	if _, _, _, err := s.Deliver(ctx, tx, h.Environment, h.RunID, e); err != nil {
+		return h, refusal(err)
+	}
+	// The task keeps its data for views only (the run's state holds
+	// the real values): secret fields of the form are redacted.
+	p, err := s.program(ctx, tx, r.Project, r.PublishedVersionID)
+	if err != nil {
+		return h, err
+	}
+	return completeHuman(ctx, tx, h, by, decision, redact(data, p.sec.Forms[h.NodeID]), now)
+}
+
+// attachFormFiles checks the file references of a completion's data: the
+// files uploaded through the task, those its run refers to, or any file
+// of the environment for a caller with file.read.
+func (s *Service) attachFormFiles(ctx context.Context, tx *sql.Tx, h humanRow, data json.RawMessage, a FileAccess) (json.RawMessage, error) {
+	r, err := s.getRun(ctx, tx, h.Environment, h.RunID)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.program(ctx, tx, r.Project, r.PublishedVersionID)
+	if err != nil {
+		return nil, err
+	}
+	return s.attachFiles(ctx, tx, h.Environment, h.RunID, "/data", data, p.files.Forms[h.NodeID], a)
 }

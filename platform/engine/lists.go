@@ -1,19 +1,15 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/agentbridge/bridge/platform/api"
 	"github.com/agentbridge/bridge/platform/auth"
 	"github.com/agentbridge/bridge/platform/kernel"
-	"github.com/agentbridge/bridge/store"
 )
 
 // List limits (docs/platform-api.md, "Limits"): run summaries page with the generic
@@ -77,221 +73,144 @@ type LogEntry struct {
 	Data    json.RawMessage `json:"data" doc:"the history record or the note's details (null when none)"`
 }
 
-// registerLists adds run_summaries.list, runs.steps and runs.logs.
-func (s *Service) registerLists(add func(api.Route)) {
-	stepLogLimit := []api.Param{
-		{Name: "limit", Type: "integer", Description: "page size, 1 to 500 (default 200)"},
-		{Name: "cursor", Description: "next_cursor of the previous page; valid only for the same run and filters"},
-	}
-	add(api.Route{Method: "GET", Path: base, Capability: auth.CapRunRead, Page: true, Handler: s.listRuns,
-		OperationID: "listRuns", Tag: tagRuns, Summary: "List the runs of the environment (run_summaries.list)",
-		Description: "Run summaries, newest first (created_at, then id, descending). Test runs are left out unless include_test=true, archived runs unless include_archived=true. " +
-			"A contradictory filter (created_after not before created_before, or a range over 400 days) answers 422 PF-FILTER; " +
-			"an invalid value 422 PF-VALIDATION naming the parameter. The cursor is bound to every filter and the order.",
-		Query: []api.Param{
-			{Name: "status", Description: "run statuses, repeated or comma separated: running, waiting, suspended, succeeded, failed, cancelled, timed_out"},
-			{Name: "paused", Type: "boolean", Description: "true: paused runs only; false: runs not paused"},
-			{Name: "activation_id", Description: "runs of this activation"},
-			{Name: "workflow", Description: "runs of this workflow: id, or id@version"},
-			{Name: "correlation_key", Description: "exact correlation key"},
-			{Name: "business_key", Description: "exact business key"},
-			{Name: "created_after", Description: "RFC 3339 time with offset; runs created strictly after it"},
-			{Name: "created_before", Description: "RFC 3339 time with offset; runs created strictly before it"},
-			{Name: "include_test", Type: "boolean", Description: "include test runs (default false)"},
-			{Name: "include_archived", Type: "boolean", Description: "include archived runs (default false; POST E/runs/{run}/archive)"},
-		},
-		Response: api.Page[RunSummary]{}})
-	add(api.Route{Method: "GET", Path: base + "/{run}/steps", Capability: auth.CapRunRead, Handler: s.runSteps,
-		OperationID: "listRunSteps", Tag: tagRuns, Summary: "List a run's step instances (runs.steps)",
-		Description: "One item per step instance, in the order they started, derived from the accepted events' history records " +
-			"and the run's current state for what is still active.",
-		Query: stepLogLimit, Response: api.Page[Step]{}})
-	add(api.Route{Method: "GET", Path: base + "/{run}/logs", Capability: auth.CapRunRead, Handler: s.runLogs,
-		OperationID: "listRunLogs", Tag: tagRuns, Summary: "List a run's log lines (runs.logs)",
-		Description: "History records and engine notes in the order they were written (id order). A follower polls with " +
-			"after=<the last id it saw>: next_cursor is only set when the page is full. after and cursor together answer 422 PF-FILTER.",
-		Query: slices.Concat(stepLogLimit, []api.Param{
-			{Name: "after", Type: "integer", Description: "lines with an id greater than this (0 or more); instead of cursor"},
-			{Name: "level", Description: "minimum level: info (default), warn or error"},
-			{Name: "type", Description: "line types, repeated or comma separated"},
-			{Name: "since", Description: "RFC 3339 time with offset; lines at or after it"},
-			{Name: "until", Description: "RFC 3339 time with offset; lines strictly before it"},
-		}),
-		Response: api.Page[LogEntry]{}})
+// runStatuses are the values of the status filter.
+var runStatuses = []kernel.Status{kernel.StatusRunning, kernel.StatusWaiting, kernel.StatusSuspended, kernel.StatusSucceeded,
+	kernel.StatusFailed, kernel.StatusCancelled, kernel.StatusTimedOut}
+
+// logLevels orders the log levels; the level filter is a minimum.
+var logLevels = []string{"info", "warn", "error"}
+
+// badCursor answers a cursor that verified but holds no valid position.
+func badCursor() error {
+	return &Error{Code: CodeValidation, Parameter: "cursor", Message: "the cursor is invalid, or was issued for another list, scope or filters"}
 }
 
-// listQuery reads the filters of a list request. The first error wins;
-// later reads are skipped once one failed.
-type listQuery struct {
-	vals url.Values
-	err  error
+// RunFilter selects the runs ListRuns answers (run_summaries.list); the
+// zero value of a field does not filter.
+type RunFilter struct {
+	Scope auth.Scope
+	// Statuses are run statuses (runStatuses).
+	Statuses []string
+	Paused   *bool
+	// ActivationID, WorkflowID and WorkflowVersion (with WorkflowID).
+	ActivationID    string
+	WorkflowID      string
+	WorkflowVersion int
+	CorrelationKey  string
+	BusinessKey     string
+	// CreatedAfter and CreatedBefore are exclusive bounds.
+	CreatedAfter  *time.Time
+	CreatedBefore *time.Time
+	IncludeTest   bool
+	// IncludeArchived lists archived runs too.
+	IncludeArchived bool
+	// After is the position to resume behind ("<created ms>/<id>", a
+	// cursor's), Limit how many runs to answer.
+	After string
+	Limit int
 }
 
-func newListQuery(c *api.Call) *listQuery { return &listQuery{vals: c.R.URL.Query()} }
-
-// one answers the single value of name ("" when absent).
-func (q *listQuery) one(name string) string {
-	if q.err != nil {
-		return ""
+// ListRuns answers the runs of f.Scope's environment that match f, newest
+// first (created_at, then id, descending). PF-NOT-FOUND without the
+// environment, PF-VALIDATION (cursor) for a bad position.
+func (s *Service) ListRuns(ctx context.Context, f RunFilter) ([]RunSummary, error) {
+	rd := s.db.Reader()
+	if err := requireEnvironment(ctx, rd, f.Scope); err != nil {
+		return nil, err
 	}
-	vs := q.vals[name]
-	switch {
-	case len(vs) == 0:
-		return ""
-	case len(vs) > 1:
-		q.err = api.InvalidParameter(api.CodeValidation, name, "the %s query parameter may appear once", name)
-		return ""
-	case vs[0] == "":
-		q.err = api.InvalidParameter(api.CodeValidation, name, "%s must not be empty", name)
-		return ""
+	var pos *runPosition
+	if f.After != "" {
+		ms, id, ok := strings.Cut(f.After, "/")
+		n, err := strconv.ParseInt(ms, 10, 64)
+		if !ok || err != nil {
+			return nil, badCursor()
+		}
+		pos = &runPosition{ms: n, id: id}
 	}
-	return vs[0]
+	return listRunSummaries(ctx, rd, f, pos)
 }
 
-// text answers a free-text filter of at most maxFilterLen characters.
-func (q *listQuery) text(name string) string {
-	v := q.one(name)
-	if q.err == nil && len([]rune(v)) > maxFilterLen {
-		q.err = api.InvalidParameter(api.CodeValidation, name, "%s has at most %d characters", name, maxFilterLen)
-		return ""
-	}
-	return v
+// StepQuery selects a page of a run's steps (runs.steps).
+type StepQuery struct {
+	Scope auth.Scope
+	RunID string
+	// After is the position to resume behind (PositionedStep.Position).
+	After string
+	Limit int
 }
 
-// list answers the values of a repeatable, comma-separated parameter,
-// sorted and without duplicates; each must satisfy ok.
-func (q *listQuery) list(name, want string, ok func(string) bool) []string {
-	if q.err != nil {
-		return nil
-	}
-	var out []string
-	for _, v := range q.vals[name] {
-		for item := range strings.SplitSeq(v, ",") {
-			item = strings.TrimSpace(item)
-			if !ok(item) {
-				q.err = api.InvalidParameter(api.CodeValidation, name, "%q is not a valid %s; %s", item, name, want)
-				return nil
-			}
-			out = append(out, item)
+// PositionedStep is a step with its position in the run's step list.
+type PositionedStep struct {
+	Step
+	Position string
+}
+
+// RunSteps answers the step instances of run q.RunID in the order they
+// started, derived from its history records and its current state.
+func (s *Service) RunSteps(ctx context.Context, q StepQuery) ([]PositionedStep, error) {
+	var from stepPos
+	if q.After != "" {
+		var ok bool
+		if from, ok = parseStepPos(q.After); !ok {
+			return nil, badCursor()
 		}
 	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
-// flag answers a boolean parameter ("true" or "false", default false) and
-// its normalized value for the cursor ("" when absent).
-func (q *listQuery) flag(name string) (bool, string) {
-	switch v := q.one(name); v {
-	case "":
-		return false, ""
-	case "true", "false":
-		return v == "true", v
-	default:
-		if q.err == nil {
-			q.err = api.InvalidParameter(api.CodeValidation, name, "%s is true or false", name)
-		}
-		return false, ""
-	}
-}
-
-// time answers an RFC 3339 time with offset (nil when absent). A '+' of
-// an offset that arrives as a space (an unencoded query) is accepted.
-func (q *listQuery) time(name string) *time.Time {
-	v := q.one(name)
-	if v == "" {
-		return nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, v)
+	rd := s.db.Reader()
+	r, _, err := s.readRun(ctx, rd, q.Scope, q.RunID)
 	if err != nil {
-		t, err = time.Parse(time.RFC3339Nano, strings.Replace(v, " ", "+", 1))
+		return nil, err
 	}
+	if err := refuseArchived(ctx, rd, r.ID); err != nil {
+		return nil, err
+	}
+	kinds, err := nodeKinds(ctx, rd, r.PublishedVersionID)
 	if err != nil {
-		q.err = api.InvalidParameter(api.CodeValidation, name, "%s must be an RFC 3339 time with an offset, such as 2025-01-31T09:30:00Z", name)
-		return nil
+		return nil, err
 	}
-	return &t
-}
-
-// span checks an explicit time range: from must be before to, and the
-// range at most MaxListRange long (422 PF-FILTER naming both parameters).
-// A single bound is open-ended and not checked.
-func (q *listQuery) span(fromName string, from *time.Time, toName string, to *time.Time) {
-	if q.err != nil || from == nil || to == nil {
-		return
+	facts := newStepFacts(kinds)
+	if err := scanRecords(ctx, rd, r.ID, r.State.Seq, facts.event); err != nil {
+		return nil, err
 	}
-	var msg string
-	switch {
-	case !from.Before(*to):
-		msg = fmt.Sprintf("the time range is empty: %s must be before %s", fromName, toName)
-	case to.Sub(*from) > MaxListRange:
-		msg = fmt.Sprintf("the time range is longer than 400 days; narrow %s and %s", fromName, toName)
-	default:
-		return
-	}
-	q.err = filterError(msg, fromName, toName)
-}
-
-// filterError is 422 PF-FILTER: filters that contradict each other, with
-// a diagnostic for each parameter involved.
-func filterError(msg string, params ...string) error {
-	e := &api.Error{Status: http.StatusUnprocessableEntity, Code: api.CodeFilter, Message: msg}
-	for _, p := range params {
-		e.Diagnostics = append(e.Diagnostics, api.Diagnostic{Code: "invalid", Parameter: p, Message: msg})
-	}
-	return e
-}
-
-// stamp is a time's normalized form for a cursor's filters.
-func stamp(t *time.Time) string {
-	if t == nil {
-		return ""
-	}
-	return t.UTC().Format(time.RFC3339Nano)
-}
-
-// floorMs and ceilMs convert a time to the stored milliseconds, rounding
-// down or up, so that comparisons with sub-millisecond bounds are exact.
-func floorMs(t time.Time) int64 { return store.Millis(t) }
-
-func ceilMs(t time.Time) int64 {
-	if t.Nanosecond()%int(time.Millisecond) != 0 {
-		return store.Millis(t) + 1
-	}
-	return store.Millis(t)
-}
-
-// limitedPage is Call.PageQuery with a limit of 1..max (default def)
-// instead of the generic one: PageQuery, which applies the generic bound,
-// sees the request without its limit.
-func limitedPage(c *api.Call, collection string, filters map[string]string, def, max int) (api.PageQuery, error) {
-	vals := c.R.URL.Query()
-	n := def
-	if vs, ok := vals["limit"]; ok {
-		bad := api.InvalidParameter(api.CodeValidation, "limit", "limit must be a whole number from 1 to %d", max)
-		if len(vs) != 1 {
-			return api.PageQuery{}, api.InvalidParameter(api.CodeValidation, "limit", "the limit query parameter may appear once")
+	var items []PositionedStep
+	for _, st := range facts.finish(&r.State) {
+		if len(items) < q.Limit && (q.After == "" || st.pos.after(from)) {
+			items = append(items, PositionedStep{Step: st.Step, Position: st.pos.String()})
 		}
-		raw := vs[0]
-		if raw == "" || len(raw) > 4 || strings.TrimLeft(raw, "0123456789") != "" {
-			return api.PageQuery{}, bad
-		}
-		var err error
-		if n, err = strconv.Atoi(raw); err != nil || n < 1 || n > max {
-			return api.PageQuery{}, bad
-		}
-		orig := c.R
-		vals.Del("limit")
-		r := orig.WithContext(orig.Context())
-		u := *orig.URL
-		u.RawQuery = vals.Encode()
-		r.URL = &u
-		c.R = r
-		defer func() { c.R = orig }()
 	}
-	q, err := c.PageQuery(collection, filters)
-	q.Limit = n
-	return q, err
+	return items, nil
+}
+
+// LogQuery selects a page of a run's log lines (runs.logs).
+type LogQuery struct {
+	Scope auth.Scope
+	RunID string
+	// MinLevel is the lowest level shown (logLevels; "" is info).
+	MinLevel string
+	Types    []string
+	// Since is inclusive, Until exclusive.
+	Since, Until *time.Time
+	// After is the id to resume behind.
+	After int64
+	Limit int
+}
+
+// RunLogs answers the log lines of run q.RunID that match q, in id order.
+func (s *Service) RunLogs(ctx context.Context, q LogQuery) ([]LogEntry, error) {
+	rd := s.db.Reader()
+	if err := requireEnvironment(ctx, rd, q.Scope); err != nil {
+		return nil, err
+	}
+	ok, err := runExists(ctx, rd, q.Scope, q.RunID)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, notFound("run")
+	}
+	if err := refuseArchived(ctx, rd, q.RunID); err != nil {
+		return nil, err
+	}
+	return listLogLines(ctx, rd, q)
 }
 
 // stepFacts builds a run's step instances from its history records (fed

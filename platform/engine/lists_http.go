@@ -1,13 +1,13 @@
 package engine
 
 import (
-	"context"
-	"database/sql"
-	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentbridge/bridge/platform/api"
 	"github.com/agentbridge/bridge/platform/auth"
@@ -15,25 +15,210 @@ import (
 	"github.com/agentbridge/bridge/store"
 )
 
-// runStatuses are the values of the status filter.
-var runStatuses = []kernel.Status{kernel.StatusRunning, kernel.StatusWaiting, kernel.StatusSuspended, kernel.StatusSucceeded,
-	kernel.StatusFailed, kernel.StatusCancelled, kernel.StatusTimedOut}
-
-// logLevels orders the log levels; the level filter is a minimum.
-var logLevels = []string{"info", "warn", "error"}
-
-// badCursor answers a cursor that verified but holds no valid position.
-func badCursor() error {
-	return api.InvalidParameter(api.CodeValidation, "cursor", "the cursor is invalid, or was issued for another list, scope or filters")
+// registerLists adds run_summaries.list, runs.steps and runs.logs.
+func (s *Service) registerLists(add func(api.Route)) {
+	stepLogLimit := []api.Param{
+		{Name: "limit", Type: "integer", Description: "page size, 1 to 500 (default 200)"},
+		{Name: "cursor", Description: "next_cursor of the previous page; valid only for the same run and filters"},
+	}
+	add(api.Route{Method: "GET", Path: base, Capability: auth.CapRunRead, Page: true, Handler: s.listRuns,
+		OperationID: "listRuns", Tag: tagRuns, Summary: "List the runs of the environment (run_summaries.list)",
+		Description: "Run summaries, newest first (created_at, then id, descending). Test runs are left out unless include_test=true, archived runs unless include_archived=true. " +
+			"A contradictory filter (created_after not before created_before, or a range over 400 days) answers 422 PF-FILTER; " +
+			"an invalid value 422 PF-VALIDATION naming the parameter. The cursor is bound to every filter and the order.",
+		Query: []api.Param{
+			{Name: "status", Description: "run statuses, repeated or comma separated: running, waiting, suspended, succeeded, failed, cancelled, timed_out"},
+			{Name: "paused", Type: "boolean", Description: "true: paused runs only; false: runs not paused"},
+			{Name: "activation_id", Description: "runs of this activation"},
+			{Name: "workflow", Description: "runs of this workflow: id, or id@version"},
+			{Name: "correlation_key", Description: "exact correlation key"},
+			{Name: "business_key", Description: "exact business key"},
+			{Name: "created_after", Description: "RFC 3339 time with offset; runs created strictly after it"},
+			{Name: "created_before", Description: "RFC 3339 time with offset; runs created strictly before it"},
+			{Name: "include_test", Type: "boolean", Description: "include test runs (default false)"},
+			{Name: "include_archived", Type: "boolean", Description: "include archived runs (default false; POST E/runs/{run}/archive)"},
+		},
+		Response: api.Page[RunSummary]{}})
+	add(api.Route{Method: "GET", Path: base + "/{run}/steps", Capability: auth.CapRunRead, Handler: s.runSteps,
+		OperationID: "listRunSteps", Tag: tagRuns, Summary: "List a run's step instances (runs.steps)",
+		Description: "One item per step instance, in the order they started, derived from the accepted events' history records " +
+			"and the run's current state for what is still active.",
+		Query: stepLogLimit, Response: api.Page[Step]{}})
+	add(api.Route{Method: "GET", Path: base + "/{run}/logs", Capability: auth.CapRunRead, Handler: s.runLogs,
+		OperationID: "listRunLogs", Tag: tagRuns, Summary: "List a run's log lines (runs.logs)",
+		Description: "History records and engine notes in the order they were written (id order). A follower polls with " +
+			"after=<the last id it saw>: next_cursor is only set when the page is full. after and cursor together answer 422 PF-FILTER.",
+		Query: slices.Concat(stepLogLimit, []api.Param{
+			{Name: "after", Type: "integer", Description: "lines with an id greater than this (0 or more); instead of cursor"},
+			{Name: "level", Description: "minimum level: info (default), warn or error"},
+			{Name: "type", Description: "line types, repeated or comma separated"},
+			{Name: "since", Description: "RFC 3339 time with offset; lines at or after it"},
+			{Name: "until", Description: "RFC 3339 time with offset; lines strictly before it"},
+		}),
+		Response: api.Page[LogEntry]{}})
 }
 
-// placeholders answers "?, ?, ..." for n values and the values as args.
-func placeholders[T ~string](vals []T) (string, []any) {
-	args := make([]any, len(vals))
-	for i, v := range vals {
-		args[i] = string(v)
+// listQuery reads the filters of a list request. The first error wins;
+// later reads are skipped once one failed.
+type listQuery struct {
+	vals url.Values
+	err  error
+}
+
+func newListQuery(c *api.Call) *listQuery { return &listQuery{vals: c.R.URL.Query()} }
+
+// one answers the single value of name ("" when absent).
+func (q *listQuery) one(name string) string {
+	if q.err != nil {
+		return ""
 	}
-	return strings.TrimSuffix(strings.Repeat("?, ", len(vals)), ", "), args
+	vs := q.vals[name]
+	switch {
+	case len(vs) == 0:
+		return ""
+	case len(vs) > 1:
+		q.err = api.InvalidParameter(api.CodeValidation, name, "the %s query parameter may appear once", name)
+		return ""
+	case vs[0] == "":
+		q.err = api.InvalidParameter(api.CodeValidation, name, "%s must not be empty", name)
+		return ""
+	}
+	return vs[0]
+}
+
+// text answers a free-text filter of at most maxFilterLen characters.
+func (q *listQuery) text(name string) string {
+	v := q.one(name)
+	if q.err == nil && len([]rune(v)) > maxFilterLen {
+		q.err = api.InvalidParameter(api.CodeValidation, name, "%s has at most %d characters", name, maxFilterLen)
+		return ""
+	}
+	return v
+}
+
+// list answers the values of a repeatable, comma-separated parameter,
+// sorted and without duplicates; each must satisfy ok.
+func (q *listQuery) list(name, want string, ok func(string) bool) []string {
+	if q.err != nil {
+		return nil
+	}
+	var out []string
+	for _, v := range q.vals[name] {
+		for item := range strings.SplitSeq(v, ",") {
+			item = strings.TrimSpace(item)
+			if !ok(item) {
+				q.err = api.InvalidParameter(api.CodeValidation, name, "%q is not a valid %s; %s", item, name, want)
+				return nil
+			}
+			out = append(out, item)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// flag answers a boolean parameter ("true" or "false", default false) and
+// its normalized value for the cursor ("" when absent).
+func (q *listQuery) flag(name string) (bool, string) {
+	switch v := q.one(name); v {
+	case "":
+		return false, ""
+	case "true", "false":
+		return v == "true", v
+	default:
+		if q.err == nil {
+			q.err = api.InvalidParameter(api.CodeValidation, name, "%s is true or false", name)
+		}
+		return false, ""
+	}
+}
+
+// time answers an RFC 3339 time with offset (nil when absent). A '+' of
+// an offset that arrives as a space (an unencoded query) is accepted.
+func (q *listQuery) time(name string) *time.Time {
+	v := q.one(name)
+	if v == "" {
+		return nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		t, err = time.Parse(time.RFC3339Nano, strings.Replace(v, " ", "+", 1))
+	}
+	if err != nil {
+		q.err = api.InvalidParameter(api.CodeValidation, name, "%s must be an RFC 3339 time with an offset, such as 2025-01-31T09:30:00Z", name)
+		return nil
+	}
+	return &t
+}
+
+// span checks an explicit time range: from must be before to, and the
+// range at most MaxListRange long (422 PF-FILTER naming both parameters).
+// A single bound is open-ended and not checked.
+func (q *listQuery) span(fromName string, from *time.Time, toName string, to *time.Time) {
+	if q.err != nil || from == nil || to == nil {
+		return
+	}
+	var msg string
+	switch {
+	case !from.Before(*to):
+		msg = fmt.Sprintf("the time range is empty: %s must be before %s", fromName, toName)
+	case to.Sub(*from) > MaxListRange:
+		msg = fmt.Sprintf("the time range is longer than 400 days; narrow %s and %s", fromName, toName)
+	default:
+		return
+	}
+	q.err = filterError(msg, fromName, toName)
+}
+
+// filterError is 422 PF-FILTER: filters that contradict each other, with
+// a diagnostic for each parameter involved.
+func filterError(msg string, params ...string) error {
+	e := &api.Error{Status: http.StatusUnprocessableEntity, Code: api.CodeFilter, Message: msg}
+	for _, p := range params {
+		e.Diagnostics = append(e.Diagnostics, api.Diagnostic{Code: "invalid", Parameter: p, Message: msg})
+	}
+	return e
+}
+
+// stamp is a time's normalized form for a cursor's filters.
+func stamp(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// limitedPage is Call.PageQuery with a limit of 1..max (default def)
+// instead of the generic one: PageQuery, which applies the generic bound,
+// sees the request without its limit.
+func limitedPage(c *api.Call, collection string, filters map[string]string, def, max int) (api.PageQuery, error) {
+	vals := c.R.URL.Query()
+	n := def
+	if vs, ok := vals["limit"]; ok {
+		bad := api.InvalidParameter(api.CodeValidation, "limit", "limit must be a whole number from 1 to %d", max)
+		if len(vs) != 1 {
+			return api.PageQuery{}, api.InvalidParameter(api.CodeValidation, "limit", "the limit query parameter may appear once")
+		}
+		raw := vs[0]
+		if raw == "" || len(raw) > 4 || strings.TrimLeft(raw, "0123456789") != "" {
+			return api.PageQuery{}, bad
+		}
+		var err error
+		if n, err = strconv.Atoi(raw); err != nil || n < 1 || n > max {
+			return api.PageQuery{}, bad
+		}
+		orig := c.R
+		vals.Del("limit")
+		r := orig.WithContext(orig.Context())
+		u := *orig.URL
+		u.RawQuery = vals.Encode()
+		r.URL = &u
+		c.R = r
+		defer func() { c.R = orig }()
+	}
+	q, err := c.PageQuery(collection, filters)
+	q.Limit = n
+	return q, err
 }
 
 // listRuns serves GET E/runs (run_summaries.list): newest first.
@@ -66,87 +251,17 @@ func (s *Service) listRuns(c *api.Call) error {
 	if err != nil {
 		return err
 	}
-	ctx, rd, sc := c.Context(), s.db.Reader(), c.PathScope()
-	if err := requireEnvironment(ctx, rd, sc); err != nil {
-		return err
-	}
-	where := []string{"r.environment_id = ?"}
-	args := []any{sc.Environment}
-	add := func(cond string, vals ...any) {
-		where = append(where, cond)
-		args = append(args, vals...)
-	}
-	if q.After != "" {
-		ms, id, ok := strings.Cut(q.After, "/")
-		n, err := strconv.ParseInt(ms, 10, 64)
-		if !ok || err != nil {
-			return badCursor()
-		}
-		add("(r.created_at < ? OR (r.created_at = ? AND r.id < ?))", n, n, id)
-	}
-	if len(statuses) > 0 {
-		ph, vals := placeholders(statuses)
-		add("r.status IN ("+ph+")", vals...)
-	}
+	f := RunFilter{Scope: c.PathScope(), Statuses: statuses, ActivationID: activation, WorkflowID: wfID, WorkflowVersion: wfVersion,
+		CorrelationKey: corr, BusinessKey: biz, CreatedAfter: after, CreatedBefore: before, IncludeTest: includeTest, IncludeArchived: includeArchived,
+		After: q.After, Limit: q.Fetch()}
 	if pausedV != "" {
-		add("r.paused = ?", paused)
+		f.Paused = &paused
 	}
-	if activation != "" {
-		add("r.activation_id = ?", activation)
-	}
-	if wfID != "" {
-		add("v.definition_id = ?", wfID)
-		if wfVersion > 0 {
-			add("v.version = ?", wfVersion)
-		}
-	}
-	if corr != "" {
-		add("r.correlation_key = ?", corr)
-	}
-	if biz != "" {
-		add("r.business_key = ?", biz)
-	}
-	if after != nil {
-		add("r.created_at > ?", floorMs(*after))
-	}
-	if before != nil {
-		add("r.created_at < ?", ceilMs(*before))
-	}
-	if !includeTest {
-		add("r.test = 0")
-	}
-	if !includeArchived {
-		add("r.archived_at IS NULL")
-	}
-	items := []RunSummary{}
-	err = eachRow(ctx, rd, "list runs", `SELECT r.id, r.activation_id, v.definition_id, v.version, r.status, r.paused, r.test,
-		r.parent_run_id, r.caller_run_id, r.correlation_key, r.business_key, r.created_at, r.updated_at, r.archived_at IS NOT NULL
-		FROM platform_runs r JOIN platform_activations a ON a.id = r.activation_id
-		JOIN platform_definition_versions v ON v.id = COALESCE(r.published_version_id, a.published_version_id)
-		WHERE `+strings.Join(where, " AND ")+` ORDER BY r.created_at DESC, r.id DESC LIMIT ?`, append(args, q.Fetch()),
-		func(rows *sql.Rows) error {
-			var r RunSummary
-			var wf string
-			var version int
-			var parent, caller, corr, biz sql.NullString
-			var created, updated int64
-			if err := rows.Scan(&r.ID, &r.ActivationID, &wf, &version, &r.Status, &r.Paused, &r.Test, &parent, &caller, &corr, &biz,
-				&created, &updated, &r.Archived); err != nil {
-				return err
-			}
-			r.Workflow = fmt.Sprintf("%s@%d", wf, version)
-			r.ParentRunID, r.CallerRunID, r.CorrelationKey, r.BusinessKey = nullable(parent), nullable(caller), nullable(corr), nullable(biz)
-			r.CreatedAt, r.UpdatedAt = store.FromMillis(created), store.FromMillis(updated)
-			if kernel.Status(r.Status).Terminal() {
-				r.EndedAt = timePtr(r.UpdatedAt)
-			}
-			items = append(items, r)
-			return nil
-		})
+	items, err := s.ListRuns(c.Context(), f)
 	if err != nil {
 		return err
 	}
-	page, err := api.MakePage(q, items, func(r RunSummary) string { return fmt.Sprintf("%d/%s", r.CreatedAt.UnixMilli(), r.ID) })
+	page, err := api.MakePage(q, items, func(r RunSummary) string { return fmt.Sprintf("%d/%s", store.Millis(r.CreatedAt), r.ID) })
 	if err != nil {
 		return err
 	}
@@ -172,42 +287,6 @@ func parseWorkflowFilter(v string) (id string, version int, ok bool) {
 	return id, n, true
 }
 
-// eachRow runs query and hands each row to fn; what names the read in
-// errors.
-func eachRow(ctx context.Context, q store.Querier, what, query string, args []any, fn func(*sql.Rows) error) error {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return fmt.Errorf("engine: %s: %w", what, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := fn(rows); err != nil {
-			return fmt.Errorf("engine: %s: %w", what, err)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("engine: %s: %w", what, err)
-	}
-	return nil
-}
-
-// requireRun answers 404 unless the path's environment has run id; it
-// reads no state (the log follower polls it).
-func (s *Service) requireRun(c *api.Call, id string) error {
-	ctx, rd, sc := c.Context(), s.db.Reader(), c.PathScope()
-	if err := requireEnvironment(ctx, rd, sc); err != nil {
-		return err
-	}
-	var n int
-	if err := rd.QueryRowContext(ctx, `SELECT count(*) FROM platform_runs WHERE id = ? AND environment_id = ?`, id, sc.Environment).Scan(&n); err != nil {
-		return fmt.Errorf("engine: read run: %w", err)
-	}
-	if n == 0 {
-		return api.NotFound("run")
-	}
-	return nil
-}
-
 // runSteps serves GET E/runs/{run}/steps (runs.steps).
 func (s *Service) runSteps(c *api.Call) error {
 	id, err := c.UUIDParam("run", "run")
@@ -218,36 +297,11 @@ func (s *Service) runSteps(c *api.Call) error {
 	if err != nil {
 		return err
 	}
-	var from stepPos
-	if q.After != "" {
-		var ok bool
-		if from, ok = parseStepPos(q.After); !ok {
-			return badCursor()
-		}
-	}
-	ctx, rd := c.Context(), s.db.Reader()
-	r, _, err := s.read(c, rd)
+	steps, err := s.RunSteps(c.Context(), StepQuery{Scope: c.PathScope(), RunID: id, After: q.After, Limit: q.Fetch()})
 	if err != nil {
 		return err
 	}
-	if err := refuseArchived(ctx, rd, r.ID); err != nil {
-		return err
-	}
-	kinds, err := nodeKinds(ctx, rd, r.PublishedVersionID)
-	if err != nil {
-		return err
-	}
-	facts := newStepFacts(kinds)
-	if err := scanRecords(ctx, rd, r.ID, r.State.Seq, facts.event); err != nil {
-		return err
-	}
-	var items []*stepFact
-	for _, st := range facts.finish(&r.State) {
-		if len(items) < q.Fetch() && (q.After == "" || st.pos.after(from)) {
-			items = append(items, st)
-		}
-	}
-	page, err := api.MakePage(q, items, func(st *stepFact) string { return st.pos.String() })
+	page, err := api.MakePage(q, steps, func(st PositionedStep) string { return st.Position })
 	if err != nil {
 		return err
 	}
@@ -256,48 +310,6 @@ func (s *Service) runSteps(c *api.Call) error {
 		out.Items[i] = st.Step
 	}
 	return c.OK(out)
-}
-
-// nodeKinds maps the node ids of a published workflow version to their
-// step kinds (from its artifact).
-func nodeKinds(ctx context.Context, q store.Querier, versionID string) (map[string]string, error) {
-	kinds := map[string]string{}
-	err := eachRow(ctx, q, "read step kinds", `SELECT json_extract(n.value, '$.id'), json_extract(n.value, '$.kind')
-		FROM platform_definition_versions v, json_each(v.artifact, '$.nodes') n WHERE v.id = ?`, []any{versionID},
-		func(rows *sql.Rows) error {
-			var id, kind sql.NullString
-			if err := rows.Scan(&id, &kind); err != nil {
-				return err
-			}
-			kinds[id.String] = kind.String
-			return nil
-		})
-	return kinds, err
-}
-
-// scanRecords feeds the history records of run id's events up to seq, in
-// seq order, to fn with the task and error of a task_failed event.
-func scanRecords(ctx context.Context, q store.Querier, id string, upTo int64, fn func([]kernel.Record, string, *kernel.TaskError)) error {
-	return eachRow(ctx, q, "read run records", `SELECT records, CASE WHEN kind = ? THEN payload ELSE '' END FROM platform_run_events
-		WHERE run_id = ? AND seq <= ? AND records <> '[]' ORDER BY seq`, []any{string(kernel.EventTaskFailed), id, upTo},
-		func(rows *sql.Rows) error {
-			var records, payload string
-			if err := rows.Scan(&records, &payload); err != nil {
-				return err
-			}
-			var recs []kernel.Record
-			if err := json.Unmarshal([]byte(records), &recs); err != nil {
-				return fmt.Errorf("stored records of run %s: %w", id, err)
-			}
-			var e kernel.Event
-			if payload != "" {
-				if err := json.Unmarshal([]byte(payload), &e); err != nil {
-					return fmt.Errorf("stored event of run %s: %w", id, err)
-				}
-			}
-			fn(recs, e.TaskID, e.Error)
-			return nil
-		})
 }
 
 // runLogs serves GET E/runs/{run}/logs (runs.logs): lines in id order.
@@ -311,8 +323,7 @@ func (s *Service) runLogs(c *api.Call) error {
 	if level == "" {
 		level = logLevels[0]
 	}
-	minLevel := slices.Index(logLevels, level)
-	if minLevel < 0 && lq.err == nil {
+	if !slices.Contains(logLevels, level) && lq.err == nil {
 		lq.err = api.InvalidParameter(api.CodeValidation, "level", "level is info, warn or error")
 	}
 	types := lq.list("type", "a type is 1 to 200 characters", func(v string) bool { return v != "" && len([]rune(v)) <= maxFilterLen })
@@ -341,53 +352,8 @@ func (s *Service) runLogs(c *api.Call) error {
 			return badCursor()
 		}
 	}
-	if err := s.requireRun(c, id); err != nil {
-		return err
-	}
-	if err := refuseArchived(c.Context(), s.db.Reader(), id); err != nil {
-		return err
-	}
-	where := "run_id = ? AND id > ?"
-	args := []any{id, after}
-	if minLevel > 0 {
-		ph, vals := placeholders(logLevels[minLevel:])
-		where += " AND level IN (" + ph + ")"
-		args = append(args, vals...)
-	}
-	if len(types) > 0 {
-		ph, vals := placeholders(types)
-		where += " AND type IN (" + ph + ")"
-		args = append(args, vals...)
-	}
-	if since != nil {
-		where += " AND at >= ?"
-		args = append(args, ceilMs(*since))
-	}
-	if until != nil {
-		where += " AND at < ?"
-		args = append(args, ceilMs(*until))
-	}
-	items := []LogEntry{}
-	err = eachRow(c.Context(), s.db.Reader(), "list run logs", `SELECT id, at, seq, level, type, node_id, message, data
-		FROM platform_run_logs WHERE `+where+` ORDER BY id LIMIT ?`, append(args, q.Fetch()),
-		func(rows *sql.Rows) error {
-			var l LogEntry
-			var at int64
-			var seq sql.NullInt64
-			var node, data sql.NullString
-			if err := rows.Scan(&l.ID, &at, &seq, &l.Level, &l.Type, &node, &l.Message, &data); err != nil {
-				return err
-			}
-			l.At, l.NodeID = store.FromMillis(at), nullable(node)
-			if seq.Valid {
-				l.Seq = &seq.Int64
-			}
-			if data.Valid {
-				l.Data = json.RawMessage(data.String)
-			}
-			items = append(items, l)
-			return nil
-		})
+	items, err := s.RunLogs(c.Context(), LogQuery{Scope: c.PathScope(), RunID: id, MinLevel: level, Types: types, Since: since, Until: until,
+		After: after, Limit: q.Fetch()})
 	if err != nil {
 		return err
 	}

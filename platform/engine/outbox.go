@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agentbridge/bridge/store"
 	"github.com/agentbridge/bridge/store/broker"
 )
 
@@ -65,9 +64,8 @@ func (s *Service) emitOutbox(ctx context.Context, tx *sql.Tx, r *runRow, typ str
 	if err != nil {
 		return fmt.Errorf("engine: encode %s: %w", typ, err)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO platform_outbox(event_id, event_type, run_id, payload, created_at) VALUES (?, ?, ?, ?, ?)`,
-		ev.ID, typ, r.ID, string(raw), store.Millis(ev.OccurredAt)); err != nil {
-		return fmt.Errorf("engine: write outbox: %w", err)
+	if err := insertOutbox(ctx, tx, ev.ID, typ, r.ID, raw, ev.OccurredAt); err != nil {
+		return err
 	}
 	s.outboxPending.Store(true)
 	return nil
@@ -78,26 +76,16 @@ func (s *Service) emitOutbox(ctx context.Context, tx *sql.Tx, r *runRow, typ str
 // crash between the publication and the delete publishes them again with
 // the same event ids.
 func (s *Service) relay(ctx context.Context) (bool, error) {
-	rows, err := s.db.Reader().QueryContext(ctx, `SELECT id, event_id, event_type, run_id, payload FROM platform_outbox ORDER BY id LIMIT ?`, outboxBatch)
+	rows, err := readOutbox(ctx, s.db.Reader(), outboxBatch)
 	if err != nil {
-		return false, fmt.Errorf("engine: read outbox: %w", err)
+		return false, err
 	}
 	var msgs []broker.Message
 	var last int64
-	for rows.Next() {
-		var id int64
-		var eid, typ, run, payload string
-		if err := rows.Scan(&id, &eid, &typ, &run, &payload); err != nil {
-			rows.Close()
-			return false, fmt.Errorf("engine: read outbox: %w", err)
-		}
-		last = id
-		msgs = append(msgs, broker.Message{Topic: OutboxTopic, Key: run, Value: []byte(payload),
-			Headers: map[string]string{"event-type": typ, "event-id": eid, "content-type": "application/json"}})
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return false, fmt.Errorf("engine: read outbox: %w", err)
+	for _, o := range rows {
+		last = o.id
+		msgs = append(msgs, broker.Message{Topic: OutboxTopic, Key: o.run, Value: []byte(o.payload),
+			Headers: map[string]string{"event-type": o.typ, "event-id": o.eventID, "content-type": "application/json"}})
 	}
 	if len(msgs) == 0 {
 		return false, nil
@@ -107,12 +95,8 @@ func (s *Service) relay(ctx context.Context) (bool, error) {
 			return false, fmt.Errorf("engine: publish run events: %w", err)
 		}
 	}
-	err = s.db.Write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `DELETE FROM platform_outbox WHERE id <= ?`, last)
-		return err
-	})
-	if err != nil {
-		return false, fmt.Errorf("engine: clear outbox: %w", err)
+	if err := s.db.Write(ctx, func(tx *sql.Tx) error { return clearOutbox(ctx, tx, last) }); err != nil {
+		return false, err
 	}
 	return len(msgs) == outboxBatch, nil
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/agentbridge/bridge/platform/api"
 	"github.com/agentbridge/bridge/platform/kernel"
 	"github.com/agentbridge/bridge/store"
 	"github.com/agentbridge/bridge/store/broker"
@@ -199,12 +198,7 @@ func (s *Service) Run(ctx context.Context) {
 // PollInterval (which also bounds how late the other phases notice work).
 // A wait step fires close to its due time rather than up to a poll late.
 func (s *Service) untilNextDue(ctx context.Context) time.Duration {
-	var next sql.NullInt64
-	err := s.db.Reader().QueryRowContext(ctx, `SELECT min(at) FROM (
-		SELECT min(t.due_at) AS at FROM platform_run_timers t JOIN platform_runs r ON r.id = t.run_id WHERE r.paused = 0
-		UNION ALL SELECT min(w.deadline_at) FROM platform_worker_tasks w JOIN platform_runs r ON r.id = w.run_id
-			WHERE w.status = 'ready' AND r.paused = 0
-		UNION ALL SELECT min(lease_expires_at) FROM platform_worker_tasks WHERE status = 'leased')`).Scan(&next)
+	next, err := nextDue(ctx, s.db.Reader())
 	if err != nil || !next.Valid {
 		return PollInterval
 	}
@@ -288,7 +282,7 @@ func phase(ctx context.Context, f func(context.Context)) {
 // one environment each, BatchSize runs per environment. It answers whether
 // a batch was full.
 func (s *Service) advance(ctx context.Context) bool {
-	ids, err := idsWhere(ctx, s.db.Reader(), workQuery, MaxTenantsPerTurn, BatchSize)
+	ids, err := runsWithWork(ctx, s.db.Reader(), MaxTenantsPerTurn, BatchSize)
 	if err != nil {
 		s.logErr(ctx, "list runs with work", err)
 		return false
@@ -299,7 +293,7 @@ func (s *Service) advance(ctx context.Context) bool {
 		}
 	})
 	more := len(ids) >= BatchSize
-	ids, err = idsWhere(ctx, s.db.Reader(), dueQuery, store.Millis(s.timestamp()), MaxTenantsPerTurn, BatchSize)
+	ids, err = runsWithDueTimers(ctx, s.db.Reader(), s.timestamp(), MaxTenantsPerTurn, BatchSize)
 	if err != nil {
 		s.logErr(ctx, "list due timers", err)
 		return more
@@ -316,33 +310,6 @@ func (s *Service) advance(ctx context.Context) bool {
 // environment each (docs/platform-api.md, "Limits"): a tenant with a backlog cannot
 // starve the others, and the environment whose work is oldest goes first.
 const MaxTenantsPerTurn = 16
-
-// pickEnvironments is the part of workQuery and dueQuery that chooses the
-// environments of a cycle from cand(tenant_id, environment_id, run id,
-// at): per tenant the environment with the oldest item, then the
-// MaxTenantsPerTurn oldest of those; then BatchSize items per environment
-// in time order.
-const pickEnvironments = `envs AS (
-		SELECT tenant_id, environment_id, min(at) AS oldest FROM cand GROUP BY tenant_id, environment_id),
-	firsts AS (
-		SELECT environment_id, oldest, row_number() OVER (PARTITION BY tenant_id ORDER BY oldest, environment_id) AS n FROM envs),
-	chosen AS (
-		SELECT environment_id FROM firsts WHERE n = 1 ORDER BY oldest, environment_id LIMIT ?),
-	ranked AS (
-		SELECT c.id, c.at, row_number() OVER (PARTITION BY c.environment_id ORDER BY c.at, c.id) AS k
-		FROM cand c JOIN chosen USING (environment_id))
-	SELECT id FROM ranked WHERE k <= ? ORDER BY at, id`
-
-// workQuery lists runs with work (needs_work, not paused).
-const workQuery = `WITH cand AS (
-		SELECT tenant_id, environment_id, id, updated_at AS at FROM platform_runs WHERE needs_work = 1 AND paused = 0),
-	` + pickEnvironments
-
-// dueQuery lists runs with a timer due at ? (not paused), by the earliest.
-const dueQuery = `WITH cand AS (
-		SELECT r.tenant_id, r.environment_id, r.id, min(t.due_at) AS at FROM platform_run_timers t
-		JOIN platform_runs r ON r.id = t.run_id WHERE t.due_at <= ? AND r.paused = 0 GROUP BY r.id),
-	` + pickEnvironments
 
 // each calls f for every id, driveParallel at a time (distinct runs never
 // touch each other's rows, and the writer serializes transactions).
@@ -446,14 +413,9 @@ func (s *Service) current(ctx context.Context, tx *sql.Tx, id string, c *runCurs
 	if c.loaded && c.flagged {
 		return true, nil
 	}
-	var seq int64
-	var work, paused bool
-	err := tx.QueryRowContext(ctx, `SELECT seq, needs_work, paused FROM platform_runs WHERE id = ?`, id).Scan(&seq, &work, &paused)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, errNotFound
-	}
+	seq, work, paused, err := workFlags(ctx, tx, id)
 	if err != nil {
-		return false, fmt.Errorf("engine: read work flag: %w", err)
+		return false, err
 	}
 	if c.loaded && seq == c.r.State.Seq && paused == c.r.Paused {
 		return work, nil
@@ -487,8 +449,8 @@ func (s *Service) step1(ctx context.Context, tx *sql.Tx, id string, c *runCursor
 		return false, err
 	}
 	if ok {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM platform_run_inbox WHERE id = ?`, held); err != nil {
-			return false, fmt.Errorf("engine: take held event: %w", err)
+		if err := takeHeld(ctx, tx, held); err != nil {
+			return false, err
 		}
 	} else {
 		if r.State.Status.Terminal() {
@@ -554,7 +516,7 @@ func (s *Service) fire(ctx context.Context, id string) error {
 // dropStaleTimers deletes the due-table rows of timers the state no longer
 // has (all of them once the run has ended).
 func dropStaleTimers(ctx context.Context, tx *sql.Tx, r runRow) error {
-	rows, err := idsWhere(ctx, tx, `SELECT timer_id FROM platform_run_timers WHERE run_id = ?`, r.ID)
+	rows, err := timerIDs(ctx, tx, r.ID)
 	if err != nil {
 		return err
 	}
@@ -562,25 +524,9 @@ func dropStaleTimers(ctx context.Context, tx *sql.Tx, r runRow) error {
 		if _, ok := r.State.Timers[t]; ok && !r.State.Status.Terminal() {
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM platform_run_timers WHERE run_id = ? AND timer_id = ?`, r.ID, t); err != nil {
-			return fmt.Errorf("engine: drop timer: %w", err)
+		if err := deleteTimer(ctx, tx, r.ID, t); err != nil {
+			return err
 		}
 	}
 	return nil
-}
-
-// refusal maps a kernel refusal to a problem response; other errors pass.
-func refusal(err error) error {
-	var ke *kernel.Error
-	if !errors.As(err, &ke) {
-		return err
-	}
-	status := http.StatusConflict
-	switch ke.Code {
-	case kernel.CodeValidation:
-		status = http.StatusUnprocessableEntity
-	case kernel.CodeCapacity:
-		status = http.StatusTooManyRequests
-	}
-	return &api.Error{Status: status, Code: ke.Code, Message: ke.Msg}
 }

@@ -106,7 +106,7 @@ func (s *Service) SignalLocal(ctx context.Context, sc auth.Scope, run, name, id 
 		}
 		r, _, _, err = s.Deliver(ctx, tx, r.Environment, r.ID, kernel.Event{Kind: kernel.EventSignalReceived, ID: id, Signal: name, Payload: payload})
 		if err != nil {
-			return refusal(err)
+			return asProblem(refusal(err))
 		}
 		seq = r.State.Seq
 		if commit != nil {

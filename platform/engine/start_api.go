@@ -48,7 +48,7 @@ func (s *Service) planStart(ctx context.Context, sc auth.Scope, req StartRequest
 	}
 	if parent != "" {
 		if _, err := s.getRun(ctx, r, sc.Environment, parent); errors.Is(err, errNotFound) {
-			return nil, api.NotFound("run")
+			return nil, notFound("run")
 		} else if err != nil {
 			return nil, err
 		}
@@ -83,7 +83,7 @@ func (s *Service) commitStart(ctx context.Context, tx *sql.Tx, pl *startPlan, by
 			return runRow{}, err
 		}
 		if !pr.State.Status.Terminal() {
-			return runRow{}, api.Conflict(kernel.CodeRuntimeState, "run %s has not ended (status %s); only an ended run is retried", parent, pr.State.Status)
+			return runRow{}, refused(CodeRuntimeState, "run %s has not ended (status %s); only an ended run is retried", parent, pr.State.Status)
 		}
 		parentID = &parent
 	}
@@ -119,8 +119,6 @@ var (
 	// ErrInvalidInput: the input does not fit the workflow's input schema
 	// (or the start limits).
 	ErrInvalidInput = errors.New("invalid input")
-	// ErrRunNotFound: no run has that id.
-	ErrRunNotFound = errors.New("run not found")
 )
 
 // LocalStart is a run start made in process by another subsystem of the
@@ -206,9 +204,8 @@ func (s *Service) ReadRun(ctx context.Context, id string) (RunInfo, error) {
 	}
 	info := RunInfo{Run: view(run, p), TenantID: run.Tenant, ProjectID: run.Project,
 		Path: runPath(auth.Scope{Tenant: run.Tenant, Project: run.Project, Environment: run.Environment}, run.ID)}
-	if err := r.QueryRowContext(ctx, `SELECT definition_id, version FROM platform_definition_versions WHERE id = ?`,
-		run.PublishedVersionID).Scan(&info.WorkflowID, &info.WorkflowVersion); err != nil {
-		return RunInfo{}, fmt.Errorf("engine: read workflow of run %s: %w", id, err)
+	if info.WorkflowID, info.WorkflowVersion, err = versionWorkflow(ctx, r, run.PublishedVersionID); err != nil {
+		return RunInfo{}, fmt.Errorf("engine: workflow of run %s: %w", id, err)
 	}
 	return info, nil
 }
@@ -239,26 +236,20 @@ func (s *Service) CheckAgentOutput(ctx context.Context, runID, taskID string, ou
 // activeActivation answers the newest active activation of workflow in the
 // environment and the version it runs.
 func activeActivation(ctx context.Context, q store.Querier, sc auth.Scope, workflow string, version int) (string, int, error) {
-	var id string
-	var active int
-	err := q.QueryRowContext(ctx, `SELECT id, workflow_version FROM platform_activations
-		WHERE environment_id = ? AND workflow_id = ? AND status = 'active' ORDER BY created_at DESC, id DESC LIMIT 1`,
-		sc.Environment, workflow).Scan(&id, &active)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return "", 0, fmt.Errorf("engine: read activations: %w", err)
+	id, active, found, err := newestActiveActivation(ctx, q, sc.Environment, workflow)
+	if err != nil {
+		return "", 0, err
 	}
 	name := workflow
 	if version != 0 {
 		name = fmt.Sprintf("%s@%d", workflow, version)
 	}
-	if err == nil && (version == 0 || version == active) {
+	if found && (version == 0 || version == active) {
 		return id, active, nil
 	}
-	var published int
-	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM platform_definition_versions
-		WHERE project_id = ? AND kind = 'workflow' AND definition_id = ? AND (? = 0 OR version = ?)`,
-		sc.Project, workflow, version, version).Scan(&published); err != nil {
-		return "", 0, fmt.Errorf("engine: read workflow versions: %w", err)
+	published, err := countPublished(ctx, q, sc.Project, workflow, version)
+	if err != nil {
+		return "", 0, err
 	}
 	switch {
 	case published == 0:
@@ -273,6 +264,7 @@ func activeActivation(ctx context.Context, q store.Querier, sc auth.Scope, workf
 // StartActivated: validation refusals to ErrInvalidInput, a retired
 // activation to ErrNoActiveActivation.
 func localError(err error) error {
+	err = asProblem(err)
 	var ae *api.Error
 	if !errors.As(err, &ae) {
 		return err

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/agentbridge/bridge/platform/api"
 	"github.com/agentbridge/bridge/platform/auth"
 	"github.com/agentbridge/bridge/platform/kernel"
 )
@@ -35,8 +34,7 @@ func (s *Service) CancelRun(ctx context.Context, sc auth.Scope, runID, reason st
 			!errors.Is(err, kernel.ErrNoChange) {
 			// A run whose deadline passed ends by its due timer (the
 			// loop applies it); there is nothing left to cancel.
-			var ae *api.Error
-			if err := refusal(err); !errors.As(err, &ae) || ae.Code != kernel.CodeRuntimeState {
+			if kernel.ErrorCode(err) != kernel.CodeRuntimeState {
 				return err
 			}
 		}
@@ -76,7 +74,7 @@ func (s *Service) CompleteHuman(ctx context.Context, sc auth.Scope, id, by, deci
 			return err
 		}
 		if h.Status == humanCompleted || h.Status == humanClosed {
-			return api.Conflict(kernel.CodeRuntimeState, "human task %s is %s", id, h.Status)
+			return refused(CodeRuntimeState, "human task %s is %s", id, h.Status)
 		}
 		// The step test's creator answers for the people the step names.
 		h.Assignees = nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"fmt"
 
 	"github.com/agentbridge/bridge/platform/auth"
 	"github.com/agentbridge/bridge/platform/kernel"
@@ -23,9 +22,10 @@ import (
 func (s *Service) StartActivation(ctx context.Context, st LocalStart) (RunInfo, error) {
 	pl, err := s.planStart(ctx, st.Scope, StartRequest{ActivationID: st.ActivationID, Input: st.Input}, "")
 	if err != nil {
-		return RunInfo{}, err
+		return RunInfo{}, asProblem(err)
 	}
-	return s.commitLocal(ctx, pl, st, pl.p.p.ID(), pl.p.p.Version())
+	info, err := s.commitLocal(ctx, pl, st, pl.p.p.ID(), pl.p.p.Version())
+	return info, asProblem(err)
 }
 
 // commitLocal commits the start planned in pl for an in-process caller,
@@ -59,11 +59,11 @@ func (s *Service) commitLocal(ctx context.Context, pl *startPlan, st LocalStart,
 func (s *Service) CheckStart(ctx context.Context, sc auth.Scope, activation string, input json.RawMessage) error {
 	pl, err := s.planStart(ctx, sc, StartRequest{ActivationID: activation, Input: input}, "")
 	if err != nil {
-		return err
+		return asProblem(err)
 	}
 	_, _, err = kernel.Step(pl.p.p, kernel.State{}, kernel.Event{Kind: kernel.EventStarted, ID: "check", RunID: "check", Seq: 1,
 		At: s.timestamp(), Input: pl.input})
-	return refusal(err)
+	return asProblem(refusal(err))
 }
 
 // RedactInput answers input with the values the activation's workflow
@@ -71,10 +71,9 @@ func (s *Service) CheckStart(ctx context.Context, sc auth.Scope, activation stri
 // triggers show their stored input so.
 func (s *Service) RedactInput(ctx context.Context, sc auth.Scope, activation string, input json.RawMessage) (json.RawMessage, error) {
 	r := s.db.Reader()
-	var version string
-	if err := r.QueryRowContext(ctx, `SELECT published_version_id FROM platform_activations WHERE id = ? AND environment_id = ?`,
-		activation, sc.Environment).Scan(&version); err != nil {
-		return nil, fmt.Errorf("engine: read activation %s: %w", activation, err)
+	version, err := activationVersion(ctx, r, sc.Environment, activation)
+	if err != nil {
+		return nil, err
 	}
 	p, err := s.program(ctx, r, sc.Project, version)
 	if err != nil {

@@ -46,10 +46,11 @@ type Omission struct {
 	Reason string `json:"reason" doc:"resource_limit"`
 }
 
-// cancelAnswer is the answer to a cancellation: the run view, or a CancelAck
-// when the view's state is over MaxCancelStateBytes.
-func cancelAnswer(v Run, may bool) any {
-	v.ExternalEffectsMayContinue = &may
+// cancelAnswer is the answer to a cancellation (Cancel's run, with
+// ExternalEffectsMayContinue set): the run view, or a CancelAck when the
+// view's state is over MaxCancelStateBytes.
+func cancelAnswer(v Run) any {
+	may := v.ExternalEffectsMayContinue != nil && *v.ExternalEffectsMayContinue
 	if b, err := json.Marshal(v.State); err == nil && len(b) <= MaxCancelStateBytes {
 		return v
 	}

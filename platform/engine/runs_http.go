@@ -1,22 +1,13 @@
 package engine
 
 import (
-	"bytes"
-	"context"
 	"database/sql"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"strconv"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/agentbridge/bridge/platform/api"
 	"github.com/agentbridge/bridge/platform/auth"
-	"github.com/agentbridge/bridge/platform/kernel"
-	"github.com/agentbridge/bridge/store"
 )
 
 // Request limits.
@@ -81,104 +72,6 @@ func runPath(sc auth.Scope, id string) string {
 	return api.Prefix + "/tenants/" + sc.Tenant + "/projects/" + sc.Project + "/environments/" + sc.Environment + "/runs/" + id
 }
 
-// requireEnvironment answers 404 unless the path's environment exists.
-func requireEnvironment(ctx context.Context, q store.Querier, sc auth.Scope) error {
-	var n int
-	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM platform_environments WHERE id = ? AND project_id = ? AND tenant_id = ?`,
-		sc.Environment, sc.Project, sc.Tenant).Scan(&n); err != nil {
-		return fmt.Errorf("engine: read environment: %w", err)
-	}
-	if n == 0 {
-		return api.NotFound("environment")
-	}
-	return nil
-}
-
-// checkText checks a body field: at most max characters and, when
-// required, not blank. field is its name, also its JSON Pointer.
-func checkText(field, v string, max int, required bool) error {
-	if required && strings.TrimSpace(v) == "" {
-		return api.Invalid("/"+field, "%s must not be blank", field)
-	}
-	if utf8.RuneCountInString(v) > max {
-		return api.Invalid("/"+field, "%s has at most %d characters", field, max)
-	}
-	return nil
-}
-
-// checkStart validates a start request and answers its input (compact,
-// "{}" when absent).
-func checkStart(req *StartRequest) (json.RawMessage, error) {
-	if !auth.IsCanonicalUUID(req.ActivationID) {
-		return nil, api.Invalid("/activation_id", "activation_id must be a canonical lowercase UUID")
-	}
-	if err := checkText("correlation_key", req.CorrelationKey, MaxKeyLen, false); err != nil {
-		return nil, err
-	}
-	if err := checkText("business_key", req.BusinessKey, MaxKeyLen, false); err != nil {
-		return nil, err
-	}
-	raw := bytes.TrimSpace(req.Input)
-	if len(raw) == 0 || string(raw) == "null" {
-		return json.RawMessage("{}"), nil
-	}
-	if raw[0] != '{' {
-		return nil, api.Invalid("/input", "input must be a JSON object")
-	}
-	if len(raw) > MaxInputBytes {
-		return nil, api.Invalid("/input", "input has %d bytes; at most %d are accepted", len(raw), MaxInputBytes)
-	}
-	return raw, nil
-}
-
-// activationInfo is what a run start reads of its activation.
-type activationInfo struct {
-	status, versionID string
-	defaults          map[string]json.RawMessage
-}
-
-// readActivation reads an activation of the environment.
-func readActivation(ctx context.Context, q store.Querier, env, id string) (activationInfo, error) {
-	var a activationInfo
-	var defaults string
-	err := q.QueryRowContext(ctx, `SELECT status, published_version_id, input_defaults FROM platform_activations
-		WHERE id = ? AND environment_id = ?`, id, env).Scan(&a.status, &a.versionID, &defaults)
-	if errors.Is(err, sql.ErrNoRows) {
-		return a, api.Invalid("/activation_id", "the environment has no activation with that id")
-	}
-	if err != nil {
-		return a, fmt.Errorf("engine: read activation: %w", err)
-	}
-	if err := json.Unmarshal([]byte(defaults), &a.defaults); err != nil {
-		return a, fmt.Errorf("engine: stored input defaults: %w", err)
-	}
-	if a.status != "active" {
-		return a, api.Conflict(api.CodeConflict, "the activation is retired; start runs of an active activation")
-	}
-	return a, nil
-}
-
-// mergeDefaults fills absent top-level properties of input from defaults.
-func mergeDefaults(input json.RawMessage, defaults map[string]json.RawMessage) (json.RawMessage, error) {
-	if len(defaults) == 0 {
-		return input, nil
-	}
-	var in map[string]json.RawMessage
-	if err := json.Unmarshal(input, &in); err != nil {
-		return nil, api.Invalid("/input", "input must be a JSON object")
-	}
-	for k, v := range defaults {
-		if _, ok := in[k]; !ok {
-			in[k] = v
-		}
-	}
-	out, err := json.Marshal(in)
-	if err != nil {
-		return nil, fmt.Errorf("engine: encode input: %w", err)
-	}
-	return out, nil
-}
-
 // start serves POST E/runs.
 func (s *Service) start(c *api.Call) error { return s.startRun(c, "") }
 
@@ -216,41 +109,13 @@ func (s *Service) startRun(c *api.Call, parent string) error {
 	}, s.notify)
 }
 
-func optional(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-// read loads the run named by the path with its program.
-func (s *Service) read(c *api.Call, q store.Querier) (runRow, *program, error) {
-	id, err := c.UUIDParam("run", "run")
-	if err != nil {
-		return runRow{}, nil, err
-	}
-	ctx, sc := c.Context(), c.PathScope()
-	if err := requireEnvironment(ctx, q, sc); err != nil {
-		return runRow{}, nil, err
-	}
-	r, err := s.getRun(ctx, q, sc.Environment, id)
-	if errors.Is(err, errNotFound) {
-		return r, nil, api.NotFound("run")
-	}
-	if err != nil {
-		return r, nil, err // errLegacy with the row
-	}
-	p, err := s.program(ctx, q, r.Project, r.PublishedVersionID)
-	return r, p, err
-}
-
 // get serves GET E/runs/{run}.
 func (s *Service) get(c *api.Call) error {
-	r, p, err := s.read(c, s.db.Reader())
+	run, err := s.GetRun(c.Context(), c.PathScope(), c.Params.ByName("run"))
 	if err != nil {
 		return err
 	}
-	return c.Respond(&api.Result{Body: view(r, p), Revision: r.State.Seq})
+	return c.Respond(&api.Result{Body: run, Revision: run.AcceptedSequence})
 }
 
 // cancel serves POST E/runs/{run}/cancel.
@@ -259,25 +124,20 @@ func (s *Service) cancel(c *api.Call) error {
 	if err := c.Decode(&req); err != nil {
 		return err
 	}
-	if err := checkText("reason", req.Reason, MaxReasonLen, true); err != nil {
+	if err := checkCancel(req.Reason); err != nil {
 		return err
 	}
-	if _, err := c.UUIDParam("run", "run"); err != nil {
+	id, err := c.UUIDParam("run", "run")
+	if err != nil {
 		return err
 	}
+	ctx, sc := c.Context(), c.PathScope()
 	return c.Commit(func(tx *sql.Tx) (*api.Result, error) {
-		r, p, err := s.read(c, tx)
-		if errors.Is(err, errLegacy) {
-			return s.cancelLegacy(c.Context(), tx, r, req.Reason)
-		}
+		run, err := s.Cancel(ctx, tx, sc, id, req.Reason)
 		if err != nil {
 			return nil, err
 		}
-		if _, err := s.apply(c.Context(), tx, &r, p, kernel.Event{Kind: kernel.EventCancelRequested, Reason: req.Reason}); err != nil &&
-			!errors.Is(err, kernel.ErrNoChange) {
-			return nil, refusal(err)
-		}
-		return &api.Result{Body: cancelAnswer(view(r, p), r.State.ExternalEffectsMayContinue), Revision: r.State.Seq}, nil
+		return &api.Result{Body: cancelAnswer(run), Revision: run.AcceptedSequence}, nil
 	}, s.notify)
 }
 
@@ -297,34 +157,9 @@ func (s *Service) history(c *api.Call) error {
 			return api.InvalidParameter(api.CodeValidation, "cursor", "the cursor is not valid for this list")
 		}
 	}
-	ctx, r, sc := c.Context(), s.db.Reader(), c.PathScope()
-	if err := requireEnvironment(ctx, r, sc); err != nil {
-		return err
-	}
-	run, err := s.getRun(ctx, r, sc.Environment, id)
-	if errors.Is(err, errNotFound) {
-		return api.NotFound("run")
-	} else if err != nil {
-		return err
-	}
-	if err := refuseArchived(ctx, r, id); err != nil {
-		return err
-	}
-	p, err := s.program(ctx, r, run.Project, run.PublishedVersionID)
+	items, err := s.History(c.Context(), c.PathScope(), id, after, q.Fetch())
 	if err != nil {
 		return err
-	}
-	rows, err := s.listEvents(ctx, r, id, after, q.Fetch())
-	if err != nil {
-		return err
-	}
-	items := make([]HistoryEvent, 0, len(rows))
-	for _, e := range rows {
-		payload, err := p.sec.event(e.Payload)
-		if err != nil {
-			return err
-		}
-		items = append(items, HistoryEvent{Seq: e.Seq, Kind: e.Kind, At: e.At, Event: payload, Records: e.Records})
 	}
 	page, err := api.MakePage(q, items, func(e HistoryEvent) string { return strconv.FormatInt(e.Seq, 10) })
 	if err != nil {

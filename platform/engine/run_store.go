@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/bridge/platform/api"
+	"github.com/agentbridge/bridge/platform/auth"
 	"github.com/agentbridge/bridge/platform/kernel"
 	"github.com/agentbridge/bridge/store"
 )
@@ -284,4 +285,154 @@ func (s *Service) nextHeld(ctx context.Context, q store.Querier, id string) (ker
 		return e, 0, false, fmt.Errorf("engine: held event of run %s: %w", id, err)
 	}
 	return e, row, true, nil
+}
+
+// requireEnvironment answers 404 unless the path's environment exists.
+func requireEnvironment(ctx context.Context, q store.Querier, sc auth.Scope) error {
+	var n int
+	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM platform_environments WHERE id = ? AND project_id = ? AND tenant_id = ?`,
+		sc.Environment, sc.Project, sc.Tenant).Scan(&n); err != nil {
+		return fmt.Errorf("engine: read environment: %w", err)
+	}
+	if n == 0 {
+		return notFound("environment")
+	}
+	return nil
+}
+
+// activationInfo is what a run start reads of its activation.
+type activationInfo struct {
+	status, versionID string
+	defaults          map[string]json.RawMessage
+}
+
+// readActivation reads an activation of the environment.
+func readActivation(ctx context.Context, q store.Querier, env, id string) (activationInfo, error) {
+	var a activationInfo
+	var defaults string
+	err := q.QueryRowContext(ctx, `SELECT status, published_version_id, input_defaults FROM platform_activations
+		WHERE id = ? AND environment_id = ?`, id, env).Scan(&a.status, &a.versionID, &defaults)
+	if errors.Is(err, sql.ErrNoRows) {
+		return a, invalid("/activation_id", "the environment has no activation with that id")
+	}
+	if err != nil {
+		return a, fmt.Errorf("engine: read activation: %w", err)
+	}
+	if err := json.Unmarshal([]byte(defaults), &a.defaults); err != nil {
+		return a, fmt.Errorf("engine: stored input defaults: %w", err)
+	}
+	if a.status != "active" {
+		return a, refused(CodeConflict, "the activation is retired; start runs of an active activation")
+	}
+	return a, nil
+}
+
+// storeLegacyCancel replaces the state of legacy run id by raw, a
+// cancelled state, at now: its scheduler rows go, and its incidents end
+// with it, as any run's do.
+func storeLegacyCancel(ctx context.Context, tx *sql.Tx, id string, raw []byte, now time.Time) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE platform_runs SET status = 'cancelled', state = ?, needs_work = 0, paused = 0, updated_at = ?
+		WHERE id = ?`, string(raw), store.Millis(now), id); err != nil {
+		return fmt.Errorf("engine: cancel legacy run: %w", err)
+	}
+	if err := forgetWork(ctx, tx, id); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE platform_run_incidents SET status = 'resolved' WHERE run_id = ?`, id); err != nil {
+		return fmt.Errorf("engine: close incidents of legacy run: %w", err)
+	}
+	return nil
+}
+
+// dropLegacyWork takes legacy run id out of the loop (skipLegacy).
+func dropLegacyWork(ctx context.Context, tx *sql.Tx, id string) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE platform_runs SET needs_work = 0 WHERE id = ?`, id); err != nil {
+		return fmt.Errorf("engine: clear work flag: %w", err)
+	}
+	return forgetWork(ctx, tx, id)
+}
+
+// setPausedFlag stores run id's paused flag; resuming flags the run for
+// the loop (held events, late timers).
+func setPausedFlag(ctx context.Context, tx *sql.Tx, id string, on bool) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE platform_runs SET paused = ?, needs_work = CASE WHEN ? THEN needs_work ELSE 1 END WHERE id = ?`,
+		on, on, id); err != nil {
+		return fmt.Errorf("engine: store paused flag: %w", err)
+	}
+	return nil
+}
+
+// forgetWork deletes the scheduler's rows of run id: timers, held events,
+// dispatches and worker tasks.
+func forgetWork(ctx context.Context, tx *sql.Tx, id string) error {
+	for _, table := range []string{"platform_run_timers", "platform_run_inbox", "platform_task_dispatches", "platform_worker_tasks"} {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE run_id = ?`, id); err != nil {
+			return fmt.Errorf("engine: forget work of run %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// versionWorkflow answers the workflow id and version of published
+// version id.
+func versionWorkflow(ctx context.Context, q store.Querier, id string) (string, int, error) {
+	var wf string
+	var version int
+	if err := q.QueryRowContext(ctx, `SELECT definition_id, version FROM platform_definition_versions WHERE id = ?`, id).Scan(&wf, &version); err != nil {
+		return "", 0, fmt.Errorf("engine: read workflow version %s: %w", id, err)
+	}
+	return wf, version, nil
+}
+
+// newestActiveActivation answers the newest active activation of workflow
+// in environment env and the version it runs (found false: none).
+func newestActiveActivation(ctx context.Context, q store.Querier, env, workflow string) (id string, version int, found bool, err error) {
+	err = q.QueryRowContext(ctx, `SELECT id, workflow_version FROM platform_activations
+		WHERE environment_id = ? AND workflow_id = ? AND status = 'active' ORDER BY created_at DESC, id DESC LIMIT 1`,
+		env, workflow).Scan(&id, &version)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", 0, false, nil
+	}
+	if err != nil {
+		return "", 0, false, fmt.Errorf("engine: read activations: %w", err)
+	}
+	return id, version, true, nil
+}
+
+// countPublished counts the published versions of workflow in project
+// (version, when not 0, only that one).
+func countPublished(ctx context.Context, q store.Querier, project, workflow string, version int) (int, error) {
+	var n int
+	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM platform_definition_versions
+		WHERE project_id = ? AND kind = 'workflow' AND definition_id = ? AND (? = 0 OR version = ?)`,
+		project, workflow, version, version).Scan(&n); err != nil {
+		return 0, fmt.Errorf("engine: read workflow versions: %w", err)
+	}
+	return n, nil
+}
+
+// activationVersion answers the published version activation id of
+// environment env runs.
+func activationVersion(ctx context.Context, q store.Querier, env, id string) (string, error) {
+	var version string
+	if err := q.QueryRowContext(ctx, `SELECT published_version_id FROM platform_activations WHERE id = ? AND environment_id = ?`,
+		id, env).Scan(&version); err != nil {
+		return "", fmt.Errorf("engine: read activation %s: %w", id, err)
+	}
+	return version, nil
+}
+
+// dispatchProgram answers the project and published version of the run
+// that dispatched task id (errNotFound without the dispatch).
+func dispatchProgram(ctx context.Context, q store.Querier, id string) (project, version string, err error) {
+	err = q.QueryRowContext(ctx, `SELECT r.project_id, COALESCE(r.published_version_id, a.published_version_id)
+		FROM platform_task_dispatches d JOIN platform_runs r ON r.id = d.run_id JOIN platform_activations a ON a.id = r.activation_id
+		WHERE d.task_id = ?`, id).Scan(&project, &version)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", errNotFound
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("engine: read dispatch: %w", err)
+	}
+	return project, version, nil
 }

@@ -1,0 +1,57 @@
+package engine
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/agentbridge/bridge/store"
+)
+
+// writeLog appends a line to run id's log in tx.
+func writeLog(ctx context.Context, tx *sql.Tx, id string, l logLine) error {
+	return writeLogs(ctx, tx, id, []logLine{l})
+}
+
+// logInsert is the statement that appends logRowsPerInsert lines at most;
+// the lines of one event share a statement (fewer statements per
+// transition).
+const (
+	logInsert        = `INSERT INTO platform_run_logs(run_id, at, seq, level, type, node_id, message, data) VALUES `
+	logRow           = `(?, ?, ?, ?, ?, ?, ?, ?)`
+	logRowsPerInsert = 8
+)
+
+// writeLogs appends lines to run id's log in tx, in order.
+func writeLogs(ctx context.Context, tx *sql.Tx, id string, lines []logLine) error {
+	for len(lines) > 0 {
+		n := min(len(lines), logRowsPerInsert)
+		args := make([]any, 0, 8*n)
+		for _, l := range lines[:n] {
+			if l.Level == "" {
+				l.Level = "info"
+			}
+			var data *string
+			if l.Data != nil {
+				raw, err := json.Marshal(l.Data)
+				if err != nil {
+					return fmt.Errorf("engine: encode log data: %w", err)
+				}
+				s := string(raw)
+				data = &s
+			}
+			var seq *int64
+			if l.Seq > 0 {
+				seq = &l.Seq
+			}
+			args = append(args, id, store.Millis(l.At), seq, l.Level, l.Type, optional(l.Node), l.Message, data)
+		}
+		if _, err := tx.ExecContext(ctx, logInsert+strings.Repeat(logRow+", ", n-1)+logRow, args...); err != nil {
+			return fmt.Errorf("engine: write run log: %w", err)
+		}
+		lines = lines[n:]
+	}
+	return nil
+}

@@ -1,0 +1,49 @@
+package engine
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/agentbridge/bridge/store"
+)
+
+// insertOutbox appends lifecycle event id of type typ about run to the
+// outbox in tx.
+func insertOutbox(ctx context.Context, tx *sql.Tx, id, typ, run string, payload []byte, at time.Time) error {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO platform_outbox(event_id, event_type, run_id, payload, created_at) VALUES (?, ?, ?, ?, ?)`,
+		id, typ, run, string(payload), store.Millis(at)); err != nil {
+		return fmt.Errorf("engine: write outbox: %w", err)
+	}
+	return nil
+}
+
+// outboxRow is a stored outbox event.
+type outboxRow struct {
+	id                         int64
+	eventID, typ, run, payload string
+}
+
+// readOutbox reads the oldest limit outbox events in order.
+func readOutbox(ctx context.Context, q store.Querier, limit int) ([]outboxRow, error) {
+	var out []outboxRow
+	err := eachRow(ctx, q, "read outbox", `SELECT id, event_id, event_type, run_id, payload FROM platform_outbox ORDER BY id LIMIT ?`,
+		[]any{limit}, func(rows *sql.Rows) error {
+			var o outboxRow
+			if err := rows.Scan(&o.id, &o.eventID, &o.typ, &o.run, &o.payload); err != nil {
+				return err
+			}
+			out = append(out, o)
+			return nil
+		})
+	return out, err
+}
+
+// clearOutbox deletes the outbox events up to id (published).
+func clearOutbox(ctx context.Context, tx *sql.Tx, id int64) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM platform_outbox WHERE id <= ?`, id); err != nil {
+		return fmt.Errorf("engine: clear outbox: %w", err)
+	}
+	return nil
+}

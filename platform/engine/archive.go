@@ -4,11 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
-	"github.com/agentbridge/bridge/platform/api"
 	"github.com/agentbridge/bridge/platform/kernel"
 	"github.com/agentbridge/bridge/store"
 )
@@ -46,21 +44,21 @@ func (s *Service) ArchiveRun(ctx context.Context, tx *sql.Tx, env, id string) (R
 		return RunArchive{}, notFoundRun(err)
 	}
 	if f.ArchivedAt != nil {
-		var n, l int
-		if err := tx.QueryRowContext(ctx, `SELECT event_count, log_count FROM platform_run_archives WHERE run_id = ?`, id).Scan(&n, &l); err != nil {
-			return RunArchive{}, fmt.Errorf("engine: read archive of run %s: %w", id, err)
+		n, l, err := archiveCounts(ctx, tx, id)
+		if err != nil {
+			return RunArchive{}, err
 		}
 		return RunArchive{RunID: id, Status: f.Status, Archived: true, ArchivedAt: f.ArchivedAt, Events: n, Logs: l}, nil
 	}
 	if !kernel.Status(f.Status).Terminal() {
-		return RunArchive{}, api.Conflict(kernel.CodeRuntimeState, "run %s has not ended (status %s); only an ended run can be archived", id, f.Status)
+		return RunArchive{}, refused(CodeRuntimeState, "run %s has not ended (status %s); only an ended run can be archived", id, f.Status)
 	}
 	if f.Busy {
-		return RunArchive{}, api.Conflict(kernel.CodeRuntimeState, "run %s still has work in flight (held events, a call or a worker task); archive it once that has finished", id)
+		return RunArchive{}, refused(CodeRuntimeState, "run %s still has work in flight (held events, a call or a worker task); archive it once that has finished", id)
 	}
 	packed, n, l, err := packHistory(ctx, tx, id)
 	if errors.Is(err, errTooLarge) {
-		return RunArchive{}, api.Conflict(kernel.CodeRuntimeState, "run %s has over %d MiB of history; it stays live", id, maxArchiveBytes>>20)
+		return RunArchive{}, refused(CodeRuntimeState, "run %s has over %d MiB of history; it stays live", id, maxArchiveBytes>>20)
 	}
 	if err != nil {
 		return RunArchive{}, err
@@ -98,14 +96,14 @@ func (s *Service) PurgeRun(ctx context.Context, tx *sql.Tx, env, id string) (Run
 		return RunPurged{}, notFoundRun(err)
 	}
 	if f.ArchivedAt == nil {
-		return RunPurged{}, api.Conflict(kernel.CodeRuntimeState, "run %s is not archived; archive it before purging it", id)
+		return RunPurged{}, refused(CodeRuntimeState, "run %s is not archived; archive it before purging it", id)
 	}
 	by, err := purgeBlocker(ctx, tx, id)
 	if err != nil {
 		return RunPurged{}, err
 	}
 	if by != "" {
-		return RunPurged{}, api.Conflict(kernel.CodeRuntimeState, "%s refers to run %s; purge it first", by, id)
+		return RunPurged{}, refused(CodeRuntimeState, "%s refers to run %s; purge it first", by, id)
 	}
 	if err := deleteRun(ctx, tx, id); err != nil {
 		return RunPurged{}, err
@@ -116,20 +114,19 @@ func (s *Service) PurgeRun(ctx context.Context, tx *sql.Tx, env, id string) (Run
 // refuseArchived answers 409 when run id is archived: its history, steps,
 // logs and replay need it restored.
 func refuseArchived(ctx context.Context, q store.Querier, id string) error {
-	var archived sql.NullInt64
-	err := q.QueryRowContext(ctx, `SELECT archived_at FROM platform_runs WHERE id = ?`, id).Scan(&archived)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("engine: read run %s: %w", id, err)
+	archived, err := isArchived(ctx, q, id)
+	if err != nil {
+		return err
 	}
-	if archived.Valid {
-		return api.Conflict(kernel.CodeRuntimeState, "run %s is archived; restore it (POST .../runs/%s/restore) to read its history, steps and logs", id, id)
+	if archived {
+		return refused(CodeRuntimeState, "run %s is archived; restore it (POST .../runs/%s/restore) to read its history, steps and logs", id, id)
 	}
 	return nil
 }
 
 func notFoundRun(err error) error {
 	if errors.Is(err, errNotFound) {
-		return api.NotFound("run")
+		return notFound("run")
 	}
 	return err
 }
@@ -220,20 +217,20 @@ func (s *Service) retire(ctx context.Context, cur *retentionCursor, due dueFunc,
 	}
 	err = s.db.Write(ctx, func(tx *sql.Tx) error {
 		for _, r := range refs {
-			if _, err := tx.ExecContext(ctx, `SAVEPOINT retire`); err != nil {
+			if err := savepoint(ctx, tx, "SAVEPOINT retire"); err != nil {
 				return err
 			}
 			err := op(ctx, tx, r.Environment, r.ID)
-			var refusal *api.Error
+			var refusal *Error
 			if errors.As(err, &refusal) {
 				s.log.Debug("engine: run retention skipped a run", "run", r.ID, "reason", refusal.Message)
-				if _, err := tx.ExecContext(ctx, `ROLLBACK TO retire`); err != nil {
+				if err := savepoint(ctx, tx, "ROLLBACK TO retire"); err != nil {
 					return err
 				}
 			} else if err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `RELEASE retire`); err != nil {
+			if err := savepoint(ctx, tx, "RELEASE retire"); err != nil {
 				return err
 			}
 		}

@@ -305,3 +305,31 @@ func runRefs(ctx context.Context, q store.Querier, what, query string, args ...a
 	})
 	return out, err
 }
+
+// archiveCounts reads how many events and log lines archived run id holds.
+func archiveCounts(ctx context.Context, q store.Querier, id string) (events, logs int, err error) {
+	err = q.QueryRowContext(ctx, `SELECT event_count, log_count FROM platform_run_archives WHERE run_id = ?`, id).Scan(&events, &logs)
+	if err != nil {
+		return 0, 0, fmt.Errorf("engine: read archive of run %s: %w", id, err)
+	}
+	return events, logs, nil
+}
+
+// isArchived tells whether run id is archived (a missing run is not).
+func isArchived(ctx context.Context, q store.Querier, id string) (bool, error) {
+	var archived sql.NullInt64
+	err := q.QueryRowContext(ctx, `SELECT archived_at FROM platform_runs WHERE id = ?`, id).Scan(&archived)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return false, fmt.Errorf("engine: read run %s: %w", id, err)
+	}
+	return archived.Valid, nil
+}
+
+// savepoint runs one of the retention pass's SAVEPOINT / ROLLBACK TO /
+// RELEASE statements, so a refused run leaves the batch's others applied.
+func savepoint(ctx context.Context, tx *sql.Tx, stmt string) error {
+	if _, err := tx.ExecContext(ctx, stmt); err != nil {
+		return fmt.Errorf("engine: %s: %w", stmt, err)
+	}
+	return nil
+}

@@ -191,7 +191,11 @@ func TestLastEventIDAheadOfNewest(t *testing.T) {
 	is := is.New(t)
 	tok := e.token("ide", "read,submit")
 	e.finished(tok, "x")
-	newest := uint64(e.do("GET", "/v1/bridge/status", tok, nil).json(t)["events"].(map[string]any)["newest"].(float64))
+	// Events are published just after their commit: wait for the first.
+	var newest uint64
+	for end := time.Now().Add(5 * time.Second); newest == 0 && time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		newest = uint64(e.do("GET", "/v1/bridge/status", tok, nil).json(t)["events"].(map[string]any)["newest"].(float64))
+	}
 	is.True(newest > 0)
 	_, r := e.stream(tok, "Last-Event-ID", fmt.Sprint(newest+1000))
 	is.Equal(r.Status, 400)

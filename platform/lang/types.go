@@ -3,6 +3,7 @@ package lang
 import (
 	"fmt"
 	"sort"
+	"sync"
 
 	"cel.dev/cel-go/common/types"
 )
@@ -16,9 +17,21 @@ import (
 // At run time the values are plain JSON maps; field selection on maps gives
 // the same results, so kernels can evaluate the expressions without this
 // provider.
+//
+// The expression checkers run on worker goroutines while the compiler goes
+// on walking the document and defining struct types, so structs is read
+// and written under mu; a structInfo never changes once defined.
 type typeRegistry struct {
 	*types.Registry
+	mu      sync.RWMutex
 	structs map[string]*structInfo
+}
+
+// lookup answers the struct type named name (nil: not one of ours).
+func (r *typeRegistry) lookup(name string) *structInfo {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.structs[name]
 }
 
 type structInfo struct {
@@ -38,7 +51,7 @@ func newTypeRegistry() (*typeRegistry, error) {
 
 // FindStructType implements types.Provider.
 func (r *typeRegistry) FindStructType(name string) (*types.Type, bool) {
-	if _, ok := r.structs[name]; ok {
+	if r.lookup(name) != nil {
 		return types.NewTypeTypeWithParam(types.NewObjectType(name)), true
 	}
 	return r.Registry.FindStructType(name)
@@ -46,7 +59,7 @@ func (r *typeRegistry) FindStructType(name string) (*types.Type, bool) {
 
 // FindStructFieldNames implements types.Provider.
 func (r *typeRegistry) FindStructFieldNames(name string) ([]string, bool) {
-	if s, ok := r.structs[name]; ok {
+	if s := r.lookup(name); s != nil {
 		return append([]string(nil), s.names...), true
 	}
 	return r.Registry.FindStructFieldNames(name)
@@ -54,7 +67,7 @@ func (r *typeRegistry) FindStructFieldNames(name string) ([]string, bool) {
 
 // FindStructFieldType implements types.Provider.
 func (r *typeRegistry) FindStructFieldType(name, field string) (*types.FieldType, bool) {
-	if s, ok := r.structs[name]; ok {
+	if s := r.lookup(name); s != nil {
 		t, ok := s.fields[field]
 		if !ok {
 			return nil, false
@@ -66,6 +79,8 @@ func (r *typeRegistry) FindStructFieldType(name, field string) (*types.FieldType
 
 // defineStruct registers a struct type under a unique name derived from label.
 func (r *typeRegistry) defineStruct(label string, fields map[string]*types.Type, required map[string]bool) *types.Type {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	name := "object<" + label + ">"
 	for i := 2; r.structs[name] != nil; i++ {
 		name = fmt.Sprintf("object<%s#%d>", label, i)
@@ -137,7 +152,7 @@ func (r *typeRegistry) assignableStep(got, want *types.Type, depth int, memo map
 		case types.MapKind:
 			return r.assignableMemo(param(got, 1), param(want, 1), depth+1, memo)
 		case types.StructKind:
-			gs := r.structs[got.TypeName()]
+			gs := r.lookup(got.TypeName())
 			if gs == nil {
 				return true
 			}
@@ -150,7 +165,7 @@ func (r *typeRegistry) assignableStep(got, want *types.Type, depth int, memo map
 		}
 		return false
 	case types.StructKind:
-		ws := r.structs[want.TypeName()]
+		ws := r.lookup(want.TypeName())
 		switch gk {
 		case types.MapKind:
 			return true // a map's keys are not known statically
@@ -158,7 +173,7 @@ func (r *typeRegistry) assignableStep(got, want *types.Type, depth int, memo map
 			if ws == nil || got.TypeName() == want.TypeName() {
 				return true
 			}
-			gs := r.structs[got.TypeName()]
+			gs := r.lookup(got.TypeName())
 			if gs == nil {
 				return true
 			}
@@ -184,7 +199,7 @@ func (r *typeRegistry) assignableStep(got, want *types.Type, depth int, memo map
 // missingRequired lists the required fields of want that got lacks, for
 // messages.
 func (r *typeRegistry) missingRequired(got, want *types.Type) []string {
-	ws, gs := r.structs[want.TypeName()], r.structs[got.TypeName()]
+	ws, gs := r.lookup(want.TypeName()), r.lookup(got.TypeName())
 	if ws == nil || gs == nil {
 		return nil
 	}

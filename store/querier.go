@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
 )
 
 // Querier is what a read needs: the reader pool (*sql.DB), a write
@@ -20,3 +22,16 @@ var (
 	_ Querier = (*sql.Tx)(nil)
 	_ Querier = (*sql.Conn)(nil)
 )
+
+// OneRow is the answer of a read of one row: sql.ErrNoRows becomes
+// notFound (the caller's coded error), another error is wrapped with what.
+func OneRow(err, notFound error, what string) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, sql.ErrNoRows):
+		return notFound
+	default:
+		return fmt.Errorf("%s: %w", what, err)
+	}
+}

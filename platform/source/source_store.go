@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -48,13 +47,7 @@ func optString(s sql.NullString) *string {
 // getSource reads a source by id in any environment (errNotFound).
 func getSource(ctx context.Context, q store.Querier, id string) (Source, error) {
 	r, err := scanSource(q.QueryRowContext(ctx, `SELECT `+sourceCols+` FROM platform_provider_sources WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return r, errNotFound
-	}
-	if err != nil {
-		return r, fmt.Errorf("source: read provider source: %w", err)
-	}
-	return r, nil
+	return r, store.OneRow(err, errNotFound, "source: read provider source")
 }
 
 func insertSource(ctx context.Context, tx *sql.Tx, r Source) error {

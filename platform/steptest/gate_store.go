@@ -96,38 +96,20 @@ const maxItemKeyTries = 1000
 func getItem(ctx context.Context, q store.Querier, stepTestID, key string) (itemRow, error) {
 	r, err := scanItem(q.QueryRowContext(ctx, `SELECT `+itemCols+` FROM platform_step_test_items WHERE step_test_id = ? AND instance_key = ?`,
 		stepTestID, key))
-	if errors.Is(err, sql.ErrNoRows) {
-		return r, errNotFound
-	}
-	if err != nil {
-		return r, fmt.Errorf("steptest: read item: %w", err)
-	}
-	return r, nil
+	return r, store.OneRow(err, errNotFound, "steptest: read item")
 }
 
 // itemByID reads an item by id.
 func itemByID(ctx context.Context, q store.Querier, id string) (itemRow, error) {
 	r, err := scanItem(q.QueryRowContext(ctx, `SELECT `+itemCols+` FROM platform_step_test_items WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return r, errNotFound
-	}
-	if err != nil {
-		return r, fmt.Errorf("steptest: read item: %w", err)
-	}
-	return r, nil
+	return r, store.OneRow(err, errNotFound, "steptest: read item")
 }
 
 // reviewOf reads the review item of an agent task (errNotFound when none).
 func reviewOf(ctx context.Context, q store.Querier, stepTestID, taskID string) (itemRow, error) {
 	r, err := scanItem(q.QueryRowContext(ctx, `SELECT `+itemCols+` FROM platform_step_test_items
 		WHERE step_test_id = ? AND kind = 'review' AND task_id = ?`, stepTestID, taskID))
-	if errors.Is(err, sql.ErrNoRows) {
-		return r, errNotFound
-	}
-	if err != nil {
-		return r, fmt.Errorf("steptest: read review item: %w", err)
-	}
-	return r, nil
+	return r, store.OneRow(err, errNotFound, "steptest: read review item")
 }
 
 // pendingItems lists a step test's pending items in creation order.
@@ -196,23 +178,11 @@ func insertAnswered(ctx context.Context, tx *sql.Tx, r itemRow) (bool, error) {
 // step test's).
 func stepByRun(ctx context.Context, q store.Querier, runID string) (stepRow, error) {
 	r, err := scanStep(q.QueryRowContext(ctx, `SELECT `+stepCols+` FROM platform_step_tests WHERE run_id = ?`, runID))
-	if errors.Is(err, sql.ErrNoRows) {
-		return r, errNotFound
-	}
-	if err != nil {
-		return r, fmt.Errorf("steptest: read step test of run: %w", err)
-	}
-	return r, nil
+	return r, store.OneRow(err, errNotFound, "steptest: read step test of run")
 }
 
 // stepByID reads a step test by id whoever created it.
 func stepByID(ctx context.Context, q store.Querier, id string) (stepRow, error) {
 	r, err := scanStep(q.QueryRowContext(ctx, `SELECT `+stepCols+` FROM platform_step_tests WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return r, errNotFound
-	}
-	if err != nil {
-		return r, fmt.Errorf("steptest: read step test: %w", err)
-	}
-	return r, nil
+	return r, store.OneRow(err, errNotFound, "steptest: read step test")
 }

@@ -48,13 +48,7 @@ func scanTrigger(sc interface{ Scan(...any) error }) (triggerRow, error) {
 // getTrigger reads a trigger by id in any environment (errNotFound).
 func getTrigger(ctx context.Context, q store.Querier, id string) (triggerRow, error) {
 	r, err := scanTrigger(q.QueryRowContext(ctx, `SELECT `+triggerCols+` FROM platform_triggers WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return r, errNotFound
-	}
-	if err != nil {
-		return r, fmt.Errorf("trigger: read trigger: %w", err)
-	}
-	return r, nil
+	return r, store.OneRow(err, errNotFound, "trigger: read trigger")
 }
 
 func insertTrigger(ctx context.Context, tx *sql.Tx, r triggerRow) error {

@@ -1,6 +1,9 @@
 package bridge_test
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -73,4 +76,34 @@ func TestBridgeListenerRefusesForeignHostAndOrigin(t *testing.T) {
 	is.Equal(r.Status, 403)
 	r = e.do("GET", "/v1/bridge/status", tok, nil, "Origin", strings.Replace(e.url, "127.0.0.1", "localhost", 1))
 	is.Equal(r.Status, 200)
+}
+
+// TestOpenAPIDocumentBytes: the document GET /v1/bridge/openapi.json
+// answers is byte for byte testdata/openapi.json, so that a refactoring
+// of the route table (each route declares its own documentation,
+// routes_http.go) cannot change it unnoticed. After an intended change of
+// a route or a schema, write the new document with
+// BRIDGE_UPDATE_OPENAPI=1 go test -run TestOpenAPIDocumentBytes ./bridge/
+// and review the diff.
+func TestOpenAPIDocumentBytes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tok := e.token("ide", "read")
+	r := e.do("GET", "/v1/bridge/openapi.json", tok, nil)
+	if r.Status != 200 {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
+	}
+	golden := filepath.Join("testdata", "openapi.json")
+	if os.Getenv("BRIDGE_UPDATE_OPENAPI") == "1" {
+		if err := os.WriteFile(golden, r.Body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(r.Body, want) {
+		t.Errorf("the OpenAPI document differs from %s (%d bytes, want %d); see the test's comment to update it", golden, len(r.Body), len(want))
+	}
 }

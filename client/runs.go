@@ -17,7 +17,9 @@ type Run struct {
 	// the run is paused (POST .../pause): it does not advance until resumed
 	Paused bool `json:"paused"`
 	// a test run (step tests, draft test activations): left out of run lists unless include_test=true
-	Test            bool     `json:"test"`
+	Test bool `json:"test"`
+	// the run is archived (POST .../archive): its history, steps, logs and replay answer 409 until it is restored; absent when it is not
+	Archived        bool     `json:"archived,omitempty"`
 	State           RunState `json:"state"`
 	AdmissionPolicy string   `json:"admission_policy"`
 	ParentRunID     *string  `json:"parent_run_id"`

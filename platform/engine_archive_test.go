@@ -3,6 +3,7 @@ package platform_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -55,6 +56,30 @@ func (h *harness) listed(tok, query, id string) (engine.RunSummary, bool) {
 		}
 	}
 	return engine.RunSummary{}, false
+}
+
+// archivedMember answers the raw "archived" member of a run view (200), or
+// of the item id of a run list ("" when absent), read from the body as
+// sent so that an absent member is told from false.
+func archivedMember(t *testing.T, r resp, id ...string) string {
+	t.Helper()
+	if r.status != 200 {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	var one map[string]json.RawMessage
+	if len(id) == 0 {
+		r.json(t, &one)
+		return string(one["archived"])
+	}
+	var page struct{ Items []map[string]json.RawMessage }
+	r.json(t, &page)
+	for _, item := range page.Items {
+		if string(item["id"]) == `"`+id[0]+`"` {
+			return string(item["archived"])
+		}
+	}
+	t.Fatalf("run %s is not listed: %s", id[0], r.body)
+	return ""
 }
 
 func TestArchiveRestorePurgeRun(t *testing.T) {
@@ -117,7 +142,12 @@ func TestArchiveRestorePurgeRun(t *testing.T) {
 	is.Equal(twice.Events, events)
 
 	// The run stays readable; lists leave it out unless include_archived.
-	h.must(200, h.get(E+"/runs/"+run.ID, op), nil)
+	// GET E/runs/{run} says archived as the list's summary does, and a
+	// live run's view leaves the member out as its summary does.
+	is.Equal(archivedMember(t, h.get(E+"/runs/"+run.ID, op)), "true")
+	is.Equal(archivedMember(t, h.get(E+"/runs/"+waiting.ID, op)), "")
+	is.Equal(archivedMember(t, h.get(E+"/runs?limit=100&include_archived=true", op), run.ID), "true")
+	is.Equal(archivedMember(t, h.get(E+"/runs?limit=100", op), waiting.ID), "")
 	_, ok := h.listed(op, "", run.ID)
 	is.True(!ok)
 	_, ok = h.listed(op, "&include_archived=false", run.ID)
@@ -149,6 +179,7 @@ func TestArchiveRestorePurgeRun(t *testing.T) {
 	h.must(200, h.get(E+"/runs/"+run.ID+"/replay", op), nil)
 	_, ok = h.listed(op, "", run.ID)
 	is.True(ok)
+	is.Equal(archivedMember(t, h.get(E+"/runs/"+run.ID, op)), "")
 	is.Equal(h.countRows("platform_run_archives", run.ID), 0)
 	// Restoring a live run answers it unchanged.
 	h.must(200, h.archiveOp(op, run.ID, "restore", nil, "restore-2"), &r)

@@ -40,6 +40,8 @@ type runRow struct {
 	// that started it.
 	CallerRunID, CallerChildID *string
 	Paused, Test               bool
+	// Archived: the run's history is packed in an archive (archive.go).
+	Archived bool
 	// Legacy: the stored state could not be read (see errLegacy); State
 	// then holds only the run id, status and sequence of the row.
 	Legacy bool
@@ -48,7 +50,7 @@ type runRow struct {
 const runCols = `r.id, r.tenant_id, r.project_id, r.environment_id, r.activation_id, r.parent_run_id, r.state,
 	r.correlation_key, r.business_key, r.created_at, r.updated_at, r.created_by,
 	COALESCE(r.published_version_id, a.published_version_id), r.caller_run_id, r.caller_child_id, r.paused, r.test,
-	r.status, r.seq`
+	r.status, r.seq, r.archived_at IS NOT NULL`
 
 const runFrom = ` FROM platform_runs r JOIN platform_activations a ON a.id = r.activation_id`
 
@@ -58,7 +60,7 @@ func (sl sealer) scanRun(sc interface{ Scan(...any) error }) (runRow, error) {
 	var state, status string
 	var created, updated, seq int64
 	if err := sc.Scan(&r.ID, &r.Tenant, &r.Project, &r.Environment, &r.ActivationID, &parent, &state, &corr, &biz,
-		&created, &updated, &r.CreatedBy, &r.PublishedVersionID, &caller, &callerChild, &r.Paused, &r.Test, &status, &seq); err != nil {
+		&created, &updated, &r.CreatedBy, &r.PublishedVersionID, &caller, &callerChild, &r.Paused, &r.Test, &status, &seq, &r.Archived); err != nil {
 		return r, err
 	}
 	r.CallerRunID, r.CallerChildID = nullable(caller), nullable(callerChild)

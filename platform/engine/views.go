@@ -94,6 +94,7 @@ type Run struct {
 	Status           string        `json:"status" doc:"running, waiting, suspended, succeeded, failed, cancelled or timed_out"`
 	Paused           bool          `json:"paused" doc:"the run is paused (POST .../pause): it does not advance until resumed"`
 	Test             bool          `json:"test" doc:"a test run (step tests, draft test activations): left out of run lists unless include_test=true"`
+	Archived         bool          `json:"archived,omitempty" doc:"the run is archived (POST .../archive): its history, steps, logs and replay answer 409 until it is restored; absent when it is not"`
 	State            RunState      `json:"state"`
 	AdmissionPolicy  string        `json:"admission_policy"`
 	ParentRunID      *string       `json:"parent_run_id" format:"uuid"`
@@ -130,6 +131,6 @@ func view(r runRow, p *program) Run {
 	}
 	sort.Slice(rs.Tasks, func(i, j int) bool { return rs.Tasks[i].ID < rs.Tasks[j].ID })
 	return Run{ID: r.ID, Activation: ActivationRef{ID: r.ActivationID}, EnvironmentID: r.Environment, Status: string(st.Status),
-		Paused: r.Paused && !st.Status.Terminal(), Test: r.Test, State: rs, AdmissionPolicy: AdmissionPolicy, ParentRunID: r.ParentRunID, CorrelationKey: r.CorrelationKey,
+		Paused: r.Paused && !st.Status.Terminal(), Test: r.Test, Archived: r.Archived, State: rs, AdmissionPolicy: AdmissionPolicy, ParentRunID: r.ParentRunID, CorrelationKey: r.CorrelationKey,
 		BusinessKey: r.BusinessKey, AcceptedSequence: st.Seq, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, CreatedBy: r.CreatedBy}
 }

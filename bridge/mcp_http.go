@@ -28,8 +28,16 @@ func (s *Service) MountMCP(r *httprouter.Router, path string, h http.Handler) {
 		return nil
 	}
 	s.register(r, []httpx.Route{
-		s.route(http.MethodPost, path, ScopeRead, serve),
-		s.route(http.MethodGet, path, ScopeRead, serve),
-		s.route(http.MethodDelete, path, ScopeRead, serve),
+		s.route(http.MethodPost, path, ScopeRead, serve, opDoc{
+			summary: "Model Context Protocol, streamable HTTP: JSON-RPC requests of an MCP host (docs/mcp.md); the tools act with this token's scopes",
+			success: "200",
+		}),
+		s.route(http.MethodGet, path, ScopeRead, serve, opDoc{
+			summary: "Model Context Protocol, streamable HTTP: the session's server-to-client stream (text/event-stream; needs Mcp-Session-Id)",
+			success: "200",
+		}),
+		s.route(http.MethodDelete, path, ScopeRead, serve, opDoc{
+			summary: "Model Context Protocol, streamable HTTP: end the session named by Mcp-Session-Id", success: "204",
+		}),
 	})
 }

@@ -9,12 +9,17 @@ import (
 // apiVersion is the version of the bridge's interface description.
 const apiVersion = "0.2.8"
 
+// opDoc is the documentation a route of the table declares with it
+// (routes_http.go): operation turns it into the route's OpenAPI operation.
 type opDoc struct {
 	summary  string
 	params   []httpx.Param
 	body     map[string]any
 	success  string
 	response string // component schema name
+	// more are responses besides the success and the error (the result's
+	// 202 while a job runs).
+	more []httpx.Response
 }
 
 func ref(name string) map[string]any { return map[string]any{"$ref": "#/components/schemas/" + name} }
@@ -32,44 +37,6 @@ var (
 	jobIDParam  = httpx.Param{Name: "id", In: "path", Required: true, Schema: map[string]any{"type": "string", "format": "uuid"}}
 	toolIDParam = httpx.Param{Name: "tool", In: "path", Required: true, Schema: map[string]any{"type": "integer", "minimum": 1}}
 )
-
-// docs describes every route; TestOpenAPIMatchesRoutes keeps it complete.
-var docs = map[string]opDoc{
-	"GET /v1/bridge/status":       {summary: "Version, listener, provider availability and job counts", success: "200", response: "Status"},
-	"GET /v1/bridge/openapi.json": {summary: "This document", success: "200"},
-	"POST /v1/bridge/jobs":        {summary: "Submit a job (queued; 202)", params: []httpx.Param{idemHeader}, body: ref("JobRequest"), success: "202", response: "Job"},
-	"GET /v1/bridge/jobs":         {summary: "List this client's jobs", params: []httpx.Param{qparam("limit", "page size", pageLimit), qparam("after", "opaque cursor from `next`", map[string]any{"type": "string"}), qparam("order", "creation order", map[string]any{"type": "string", "enum": []string{"asc", "desc"}, "default": "asc"})}, success: "200", response: "JobPage"},
-	"GET /v1/bridge/jobs/{id}":    {summary: "One job", success: "200", response: "Job"},
-	"GET /v1/bridge/jobs/{id}/audit": {summary: "The job's append-only audit log", params: []httpx.Param{qparam("after", "entries after this seq", afterInt), qparam("limit", "page size", pageLimit), qparam("through", "fix pages to the first page's through for an immutable export", map[string]any{"type": "integer", "minimum": 0}), qparam("includePayloads", "complete tool inputs and results; pages stop at about 4 MB", boolParam)},
-		success: "200", response: "AuditPage"},
-	"GET /v1/bridge/jobs/{id}/tools":        {summary: "Tool observations", params: []httpx.Param{qparam("after", "observations after this seq", afterInt), qparam("limit", "page size", pageLimit), qparam("filesOnly", "only tools that touched files", boolParam)}, success: "200", response: "ToolPage"},
-	"GET /v1/bridge/jobs/{id}/tools/{tool}": {summary: "One tool observation", success: "200", response: "Tool"},
-	"GET /v1/bridge/jobs/{id}/attempts":     {summary: "Attempts (retry creates one)", success: "200", response: "AttemptList"},
-	"POST /v1/bridge/jobs/{id}/pause":       {summary: "Pause: hold a queued job, or stop a running agent keeping its conversation", body: emptyBody, success: "200", response: "Job"},
-	"POST /v1/bridge/jobs/{id}/resume":      {summary: "Resume a paused job (queued again)", body: emptyBody, success: "200", response: "Job"},
-	"POST /v1/bridge/jobs/{id}/cancel":      {summary: "Cancel: kills the agent's whole process group", body: emptyBody, success: "200", response: "Job"},
-	"POST /v1/bridge/jobs/{id}/retry":       {summary: "Retry a finished job (succeeded, failed, cancelled or interrupted) as a new attempt", body: emptyBody, success: "202", response: "Job"},
-	"GET /v1/bridge/jobs/{id}/result":       {summary: "Result; 202 while the job is not terminal", success: "200", response: "Result"},
-	"GET /v1/bridge/jobs/{id}/messages":     {summary: "The conversation", success: "200", response: "MessageList"},
-	"POST /v1/bridge/jobs/{id}/messages":    {summary: "Continue the conversation", params: []httpx.Param{idemHeader}, body: ref("MessageRequest"), success: "202", response: "MessageAccepted"},
-	"GET /v1/bridge/events": {summary: "Server-sent events of this client's jobs", params: []httpx.Param{{Name: "Last-Event-ID", In: "header", Schema: map[string]any{"type": "integer", "minimum": 0}, Description: "resume after this id; 409 cursor_expired when older than the retained events"}},
-		success: "200"},
-	"POST /v1/bridge/workflow-runs": {summary: "Start a run of a workflow published and active in the local project (202); 422 unknown_template, template_not_active or invalid_inputs; 503 workflows_unavailable without the platform",
-		params: []httpx.Param{idemHeader}, body: ref("WorkflowRunRequest"), success: "202", response: "WorkflowRun"},
-	"POST /v1/bridge/jobs/{id}/mcp":            {summary: "Model Context Protocol, streamable HTTP (stateless) for the agent of a workflow agent step's job: exactly the step's pinned tools; only the running turn's token is accepted (docs/workflow-language.md, Agent-step tools)", success: "200"},
-	"POST /v1/bridge/mcp":                      {summary: "Model Context Protocol, streamable HTTP: JSON-RPC requests of an MCP host (docs/mcp.md); the tools act with this token's scopes", success: "200"},
-	"GET /v1/bridge/mcp":                       {summary: "Model Context Protocol, streamable HTTP: the session's server-to-client stream (text/event-stream; needs Mcp-Session-Id)", success: "200"},
-	"DELETE /v1/bridge/mcp":                    {summary: "Model Context Protocol, streamable HTTP: end the session named by Mcp-Session-Id", success: "204"},
-	"GET /v1/bridge/workflow-runs":             {summary: "This client's workflow runs, newest first (at most 200)", success: "200", response: "WorkflowRunList"},
-	"GET /v1/bridge/workflow-runs/{id}":        {summary: "One workflow run, read from the platform's run", success: "200", response: "WorkflowRun"},
-	"POST /v1/bridge/admin/tokens":             {summary: "Create a client token (owner token only); the token is shown once", body: ref("TokenRequest"), success: "201", response: "IssuedToken"},
-	"GET /v1/bridge/admin/tokens":              {summary: "List issued tokens without their secrets (owner token only)", success: "200", response: "TokenList"},
-	"DELETE /v1/bridge/admin/clients/{client}": {summary: "Revoke every token of a client; closes its streams and waiters (owner token only)", params: []httpx.Param{{Name: "client", In: "path", Required: true, Schema: map[string]any{"type": "string", "pattern": clientIDPattern.String()}}}, success: "200", response: "Revocation"},
-	"POST /v1/chat/completions":                {summary: "OpenAI-compatible Chat Completions (read and submit scopes); model bridge/default or bridge/<profile>", body: map[string]any{"type": "object", "required": []string{"model", "messages"}}, success: "200"},
-	"GET /v1/models":                           {summary: "Models: bridge/<profile> for each profile the token may use", success: "200"},
-	"GET /v1/models/{model}": {summary: "One model (OpenAI models.retrieve); 404 model_not_found in OpenAI's error shape for an unknown id or a profile the token may not use",
-		params: []httpx.Param{{Name: "model", In: "path", Required: true, Schema: map[string]any{"type": "string"}, Description: "bridge/<profile>; the slash may be sent as is or as %2F"}}, success: "200"},
-}
 
 func schemaObj(props map[string]any, required ...string) map[string]any {
 	o := map[string]any{"type": "object", "properties": props}
@@ -91,10 +58,9 @@ func arrayOf(items map[string]any) map[string]any {
 	return map[string]any{"type": "array", "items": items}
 }
 
-// operation documents one route of the table from docs; every route is
-// behind a bridge token, its access level in x-access.
-func operation(method, path, access string) httpx.Operation {
-	d := docs[method+" "+path]
+// operation documents the route at path with d; every route is behind a
+// bridge token, its access level in x-access.
+func operation(path, access string, d opDoc) httpx.Operation {
 	op := httpx.Operation{Summary: d.summary, Security: []string{"bearer"}, Extensions: map[string]any{"x-access": access},
 		Params: append([]httpx.Param{}, d.params...)}
 	if strings.Contains(path, "{id}") {
@@ -110,10 +76,7 @@ func operation(method, path, access string) httpx.Operation {
 	if d.response != "" {
 		ok.Media, ok.Schema = "application/json", ref(d.response)
 	}
-	op.Responses = []httpx.Response{ok, {Status: "default", Description: "error", Media: "application/json", Schema: ref("Error")}}
-	if path == "/v1/bridge/jobs/{id}/result" {
-		op.Responses = append(op.Responses, httpx.Response{Status: "202", Description: "not yet terminal", Media: "application/json", Schema: ref("Result")})
-	}
+	op.Responses = append([]httpx.Response{ok, {Status: "default", Description: "error", Media: "application/json", Schema: ref("Error")}}, d.more...)
 	return op
 }
 

@@ -23,43 +23,110 @@ const (
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request, p Principal, ps httprouter.Params) error
 
-// Routes registers the bridge's route table on the bridge listener. The
-// same table documents the routes (openapi.go).
+// Routes registers the bridge's route table on the bridge listener. Each
+// entry declares its documentation (summary, parameters, request and
+// response schemas), from which openapi.go builds the OpenAPI document.
 func (s *Service) Routes(bridge, _ *httprouter.Router) {
 	s.routes = nil
 	s.register(bridge, []httpx.Route{
-		s.route("GET", "/v1/bridge/status", ScopeRead, s.handleStatus),
-		s.route("GET", "/v1/bridge/openapi.json", ScopeRead, s.handleOpenAPI),
-		s.route("POST", "/v1/bridge/jobs", ScopeSubmit, s.handleCreateJob),
-		s.route("GET", "/v1/bridge/jobs", ScopeRead, s.handleListJobs),
-		s.route("GET", "/v1/bridge/jobs/{id}", ScopeRead, jobView(s.Job)),
-		s.route("GET", "/v1/bridge/jobs/{id}/audit", ScopeRead, s.handleAudit),
-		s.route("GET", "/v1/bridge/jobs/{id}/tools", ScopeRead, s.handleTools),
-		s.route("GET", "/v1/bridge/jobs/{id}/tools/{tool}", ScopeRead, s.handleTool),
+		s.route("GET", "/v1/bridge/status", ScopeRead, s.handleStatus, opDoc{summary: "Version, listener, provider availability and job counts", success: "200", response: "Status"}),
+		s.route("GET", "/v1/bridge/openapi.json", ScopeRead, s.handleOpenAPI, opDoc{summary: "This document", success: "200"}),
+		s.route("POST", "/v1/bridge/jobs", ScopeSubmit, s.handleCreateJob, opDoc{
+			summary: "Submit a job (queued; 202)", params: []httpx.Param{idemHeader}, body: ref("JobRequest"), success: "202",
+			response: "Job",
+		}),
+		s.route("GET", "/v1/bridge/jobs", ScopeRead, s.handleListJobs, opDoc{
+			summary: "List this client's jobs",
+			params: []httpx.Param{
+				qparam("limit", "page size", pageLimit),
+				qparam("after", "opaque cursor from `next`", map[string]any{"type": "string"}),
+				qparam("order", "creation order", map[string]any{"type": "string", "enum": []string{"asc", "desc"}, "default": "asc"}),
+			},
+			success: "200", response: "JobPage",
+		}),
+		s.route("GET", "/v1/bridge/jobs/{id}", ScopeRead, jobView(s.Job), opDoc{summary: "One job", success: "200", response: "Job"}),
+		s.route("GET", "/v1/bridge/jobs/{id}/audit", ScopeRead, s.handleAudit, opDoc{
+			summary: "The job's append-only audit log",
+			params: []httpx.Param{
+				qparam("after", "entries after this seq", afterInt),
+				qparam("limit", "page size", pageLimit),
+				qparam("through", "fix pages to the first page's through for an immutable export", map[string]any{"type": "integer", "minimum": 0}),
+				qparam("includePayloads", "complete tool inputs and results; pages stop at about 4 MB", boolParam),
+			},
+			success: "200", response: "AuditPage",
+		}),
+		s.route("GET", "/v1/bridge/jobs/{id}/tools", ScopeRead, s.handleTools, opDoc{
+			summary: "Tool observations",
+			params: []httpx.Param{
+				qparam("after", "observations after this seq", afterInt),
+				qparam("limit", "page size", pageLimit),
+				qparam("filesOnly", "only tools that touched files", boolParam),
+			},
+			success: "200", response: "ToolPage",
+		}),
+		s.route("GET", "/v1/bridge/jobs/{id}/tools/{tool}", ScopeRead, s.handleTool, opDoc{summary: "One tool observation", success: "200", response: "Tool"}),
 		// Authenticated by the running turn's own token, not a client token.
-		{Method: "POST", Path: "/v1/bridge/jobs/{id}/mcp", Handler: s.handleAgentMCP, Doc: operation("POST", "/v1/bridge/jobs/{id}/mcp", accessTurn)},
-		s.route("GET", "/v1/bridge/jobs/{id}/attempts", ScopeRead, jobView(s.Attempts)),
-		s.route("POST", "/v1/bridge/jobs/{id}/pause", ScopeControl, s.handleControl(ActPause)),
-		s.route("POST", "/v1/bridge/jobs/{id}/resume", ScopeControl, s.handleControl(ActResume)),
-		s.route("POST", "/v1/bridge/jobs/{id}/cancel", ScopeControl, s.handleControl(ActCancel)),
-		s.route("POST", "/v1/bridge/jobs/{id}/retry", ScopeControl, s.handleControl(ActRetry)),
-		s.route("GET", "/v1/bridge/jobs/{id}/result", ScopeRead, s.handleResult),
-		s.route("GET", "/v1/bridge/jobs/{id}/messages", ScopeRead, jobView(s.Messages)),
-		s.route("POST", "/v1/bridge/jobs/{id}/messages", ScopeSubmit, s.handlePostMessage),
-		s.route("GET", "/v1/bridge/events", ScopeRead, s.handleEvents),
-		s.route("POST", "/v1/bridge/admin/tokens", accessOwner, s.handleMintToken),
-		s.route("GET", "/v1/bridge/admin/tokens", accessOwner, s.handleListTokens),
-		s.route("DELETE", "/v1/bridge/admin/clients/{client}", accessOwner, s.handleRevoke),
-		s.route("POST", "/v1/chat/completions", accessChat, s.handleChat),
-		s.route("GET", "/v1/models", ScopeRead, s.handleModels),
-		s.route("GET", "/v1/models/{model}", ScopeRead, s.handleModel),
+		{Method: "POST", Path: "/v1/bridge/jobs/{id}/mcp", Handler: s.handleAgentMCP,
+			Doc: operation("/v1/bridge/jobs/{id}/mcp", accessTurn, opDoc{
+				summary: "Model Context Protocol, streamable HTTP (stateless) for the agent of a workflow agent step's job: exactly the step's pinned tools; only the running turn's token is accepted (docs/workflow-language.md, Agent-step tools)",
+				success: "200",
+			})},
+		s.route("GET", "/v1/bridge/jobs/{id}/attempts", ScopeRead, jobView(s.Attempts), opDoc{summary: "Attempts (retry creates one)", success: "200", response: "AttemptList"}),
+		s.route("POST", "/v1/bridge/jobs/{id}/pause", ScopeControl, s.handleControl(ActPause), opDoc{
+			summary: "Pause: hold a queued job, or stop a running agent keeping its conversation", body: emptyBody, success: "200",
+			response: "Job",
+		}),
+		s.route("POST", "/v1/bridge/jobs/{id}/resume", ScopeControl, s.handleControl(ActResume), opDoc{summary: "Resume a paused job (queued again)", body: emptyBody, success: "200", response: "Job"}),
+		s.route("POST", "/v1/bridge/jobs/{id}/cancel", ScopeControl, s.handleControl(ActCancel), opDoc{
+			summary: "Cancel: kills the agent's whole process group", body: emptyBody, success: "200", response: "Job",
+		}),
+		s.route("POST", "/v1/bridge/jobs/{id}/retry", ScopeControl, s.handleControl(ActRetry), opDoc{
+			summary: "Retry a finished job (succeeded, failed, cancelled or interrupted) as a new attempt", body: emptyBody,
+			success: "202", response: "Job",
+		}),
+		s.route("GET", "/v1/bridge/jobs/{id}/result", ScopeRead, s.handleResult, opDoc{
+			summary: "Result; 202 while the job is not terminal", success: "200", response: "Result",
+			more: []httpx.Response{{Status: "202", Description: "not yet terminal", Media: "application/json", Schema: ref("Result")}},
+		}),
+		s.route("GET", "/v1/bridge/jobs/{id}/messages", ScopeRead, jobView(s.Messages), opDoc{summary: "The conversation", success: "200", response: "MessageList"}),
+		s.route("POST", "/v1/bridge/jobs/{id}/messages", ScopeSubmit, s.handlePostMessage, opDoc{
+			summary: "Continue the conversation", params: []httpx.Param{idemHeader}, body: ref("MessageRequest"), success: "202",
+			response: "MessageAccepted",
+		}),
+		s.route("GET", "/v1/bridge/events", ScopeRead, s.handleEvents, opDoc{
+			summary: "Server-sent events of this client's jobs",
+			params:  []httpx.Param{{Name: "Last-Event-ID", In: "header", Schema: map[string]any{"type": "integer", "minimum": 0}, Description: "resume after this id; 409 cursor_expired when older than the retained events"}},
+			success: "200",
+		}),
+		s.route("POST", "/v1/bridge/admin/tokens", accessOwner, s.handleMintToken, opDoc{
+			summary: "Create a client token (owner token only); the token is shown once", body: ref("TokenRequest"), success: "201",
+			response: "IssuedToken",
+		}),
+		s.route("GET", "/v1/bridge/admin/tokens", accessOwner, s.handleListTokens, opDoc{
+			summary: "List issued tokens without their secrets (owner token only)", success: "200", response: "TokenList",
+		}),
+		s.route("DELETE", "/v1/bridge/admin/clients/{client}", accessOwner, s.handleRevoke, opDoc{
+			summary: "Revoke every token of a client; closes its streams and waiters (owner token only)",
+			params:  []httpx.Param{{Name: "client", In: "path", Required: true, Schema: map[string]any{"type": "string", "pattern": clientIDPattern.String()}}},
+			success: "200", response: "Revocation",
+		}),
+		s.route("POST", "/v1/chat/completions", accessChat, s.handleChat, opDoc{
+			summary: "OpenAI-compatible Chat Completions (read and submit scopes); model bridge/default or bridge/<profile>",
+			body:    map[string]any{"type": "object", "required": []string{"model", "messages"}}, success: "200",
+		}),
+		s.route("GET", "/v1/models", ScopeRead, s.handleModels, opDoc{summary: "Models: bridge/<profile> for each profile the token may use", success: "200"}),
+		s.route("GET", "/v1/models/{model}", ScopeRead, s.handleModel, opDoc{
+			summary: "One model (OpenAI models.retrieve); 404 model_not_found in OpenAI's error shape for an unknown id or a profile the token may not use",
+			params:  []httpx.Param{{Name: "model", In: "path", Required: true, Schema: map[string]any{"type": "string"}, Description: "bridge/<profile>; the slash may be sent as is or as %2F"}},
+			success: "200",
+		}),
 	})
 }
 
 // route is an entry of the bridge's route table: h behind authentication
-// and the access check, documented from docs (openapi.go).
-func (s *Service) route(method, path, access string, h handlerFunc) httpx.Route {
-	return httpx.Route{Method: method, Path: path, Handler: s.guard(access, h), Doc: operation(method, path, access)}
+// and the access check, documented by d (openapi.go operation).
+func (s *Service) route(method, path, access string, h handlerFunc, d opDoc) httpx.Route {
+	return httpx.Route{Method: method, Path: path, Handler: s.guard(access, h), Doc: operation(path, access, d)}
 }
 
 // register serves routes (each once) on r through the bridge's error

@@ -12,9 +12,14 @@ import (
 // they appear in the bridge's OpenAPI document).
 func (w *WorkflowRuns) Routes(r *httprouter.Router) {
 	w.s.register(r, []httpx.Route{
-		w.s.route("POST", "/v1/bridge/workflow-runs", ScopeWorkflows, w.handleStart),
-		w.s.route("GET", "/v1/bridge/workflow-runs", ScopeRead, w.handleList),
-		w.s.route("GET", "/v1/bridge/workflow-runs/{id}", ScopeRead, w.handleGet),
+		w.s.route("POST", "/v1/bridge/workflow-runs", ScopeWorkflows, w.handleStart, opDoc{
+			summary: "Start a run of a workflow published and active in the local project (202); 422 unknown_template, template_not_active or invalid_inputs; 503 workflows_unavailable without the platform",
+			params:  []httpx.Param{idemHeader}, body: ref("WorkflowRunRequest"), success: "202", response: "WorkflowRun",
+		}),
+		w.s.route("GET", "/v1/bridge/workflow-runs", ScopeRead, w.handleList, opDoc{
+			summary: "This client's workflow runs, newest first (at most 200)", success: "200", response: "WorkflowRunList",
+		}),
+		w.s.route("GET", "/v1/bridge/workflow-runs/{id}", ScopeRead, w.handleGet, opDoc{summary: "One workflow run, read from the platform's run", success: "200", response: "WorkflowRun"}),
 	})
 }
 

@@ -46,10 +46,10 @@ func factoryAuthError(err error) error {
 	if len(ae.Diagnostics) > 0 && ae.Diagnostics[0].Code != "" {
 		reason = " (" + ae.Diagnostics[0].Code + ")"
 	}
-	switch ae.Status {
-	case http.StatusUnauthorized:
+	switch ae.Code {
+	case api.CodeUnauthenticated:
 		return &factory.Error{Code: factory.EUnauthorized, Message: "this API needs the owner token or a valid platform access token" + reason}
-	case http.StatusForbidden:
+	case api.CodeForbidden:
 		return &factory.Error{Code: factory.EForbidden, Message: ae.Message + reason}
 	}
 	return err

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -47,7 +46,7 @@ func checkDefaults(defaults, artifact json.RawMessage) error {
 	}
 	for _, p := range wi.Secrets.Input {
 		if loc, ok := secretAt(val, p); ok {
-			return &api.Error{Status: http.StatusUnprocessableEntity, Code: CodeSecretValue,
+			return &api.Error{Code: CodeSecretValue,
 				Message:     "input_defaults holds a value the workflow's input schema marks secret",
 				Diagnostics: []api.Diagnostic{{Code: "secret_value", Path: "/input_defaults" + loc, Message: "secret values cannot be stored as defaults"}}}
 		}
@@ -89,7 +88,7 @@ func checkDefaults(defaults, artifact json.RawMessage) error {
 		return fmt.Errorf("activation: validate input defaults: %w", err)
 	}
 	p := message.NewPrinter(language.English)
-	e := &api.Error{Status: http.StatusUnprocessableEntity, Code: api.CodeValidation,
+	e := &api.Error{Code: api.CodeValidation,
 		Message: "input_defaults does not match the workflow's input schema"}
 	for _, leaf := range leaves(ve) {
 		if len(e.Diagnostics) == maxSchemaDiagnostics {

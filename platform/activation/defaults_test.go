@@ -54,7 +54,7 @@ func TestCheckDefaults(t *testing.T) {
 		switch {
 		case tc.path == "" && err != nil:
 			t.Errorf("%s: %v", tc.defaults, err)
-		case tc.path != "" && (!errors.As(err, &e) || e.Status != 422 || len(e.Diagnostics) == 0 || e.Diagnostics[0].Path != tc.path):
+		case tc.path != "" && (!errors.As(err, &e) || e.Status() != 422 || len(e.Diagnostics) == 0 || e.Diagnostics[0].Path != tc.path):
 			t.Errorf("%s: %v, want 422 at %s", tc.defaults, err, tc.path)
 		}
 	}

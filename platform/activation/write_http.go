@@ -3,7 +3,6 @@ package activation
 import (
 	"database/sql"
 	"errors"
-	"net/http"
 
 	"github.com/agentbridge/bridge/platform/api"
 	"github.com/agentbridge/bridge/platform/auth"
@@ -68,8 +67,7 @@ func (s *Service) replace(c *api.Call, tx *sql.Tx, next Activation) error {
 	prev, err := activeFor(ctx, tx, next.EnvironmentID, next.WorkflowID)
 	if errors.Is(err, errNotFound) {
 		if c.IfMatch() != 0 {
-			return &api.Error{Status: http.StatusPreconditionFailed, Code: api.CodeETag,
-				Message: "If-Match names a revision, but workflow " + next.WorkflowID + " has no active activation in this environment to replace"}
+			return api.StaleRevision(0, "If-Match names a revision, but workflow %s has no active activation in this environment to replace", next.WorkflowID)
 		}
 		return nil
 	}

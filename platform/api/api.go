@@ -162,7 +162,7 @@ func (a *API) prepare(c *Call) error {
 	rt := c.route
 	if rt.Access != AccessPublic {
 		if a.opts.Authenticator == nil {
-			return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error", Err: fmt.Errorf("api: no authenticator for %s", rt.Path)}
+			return &Error{Code: CodeInternal, Message: "internal error", Err: fmt.Errorf("api: no authenticator for %s", rt.Path)}
 		}
 		// A refused authentication is always recorded; a successful one only
 		// when no declared capability check (which names the principal)
@@ -305,7 +305,7 @@ func reasonOf(err error) string {
 }
 
 func (a *API) unknownRoute(w http.ResponseWriter, r *http.Request) {
-	WriteError(w, r, a.log, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no such route"})
+	WriteError(w, r, a.log, &Error{Code: CodeNotFound, Message: "no such route"})
 }
 
 // publicPlatformPath reports the platform's public paths outside its

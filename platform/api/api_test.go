@@ -167,7 +167,7 @@ func newEnv(t testing.TB, mods ...func(*api.Options)) *env {
 	}})
 
 	e.a.Handle(r, api.Route{Method: "GET", Path: "/unserved", Access: api.AccessPublic, Handler: func(c *api.Call) error {
-		return api.Errorf(http.StatusNotImplemented, api.CodeUnavailable, "not served here")
+		return api.Errorf(api.CodeUnavailable, "not served here")
 	}})
 	e.a.Handle(r, api.Route{Method: "GET", Path: "/admin/things", Layout: api.Root, Access: api.AccessOwnerOrToken, Handler: func(c *api.Call) error {
 		return c.OK(map[string]bool{"owner": c.Caller.Owner})

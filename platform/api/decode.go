@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"reflect"
 	"slices"
 	"strconv"
@@ -63,7 +62,7 @@ func DecodeStrict(data []byte, dst any) error {
 }
 
 func bodyInvalid(diags ...Diagnostic) *Error {
-	return &Error{Status: http.StatusUnprocessableEntity, Code: CodeValidation, Message: "the request body does not match the contract", Diagnostics: diags}
+	return &Error{Code: CodeValidation, Message: "the request body does not match the contract", Diagnostics: diags}
 }
 
 // jnode is a parsed JSON value that keeps object keys in order.

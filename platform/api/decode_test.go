@@ -101,7 +101,7 @@ func TestDecodeStrictRefuses(t *testing.T) {
 		var b body
 		err := api.DecodeStrict([]byte(c.in), &b)
 		var e *api.Error
-		if !errors.As(err, &e) || e.Status != 422 || e.Code != "PF-VALIDATION" {
+		if !errors.As(err, &e) || e.Status() != 422 || e.Code != "PF-VALIDATION" {
 			t.Errorf("%s: %v", c.in, err)
 			continue
 		}

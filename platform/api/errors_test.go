@@ -13,8 +13,10 @@ import (
 )
 
 // TestErrorTable: the platform's one error table answers the toolkit's
-// coded errors and refused bodies with PF- problems; an *api.Error keeps
-// its own status and code, and anything else is a bare 500.
+// coded errors and refused bodies with PF- problems; an *api.Error is
+// answered with its code's status (a second-status row for a stale
+// revision or a closed session), a code the table does not list and
+// anything else with a bare 500.
 func TestErrorTable(t *testing.T) {
 	for _, c := range []struct {
 		err     error
@@ -32,7 +34,12 @@ func TestErrorTable(t *testing.T) {
 		{&httpx.BodyError{Status: 413, Kind: "too_large", Msg: "request body exceeds 10 bytes"}, 413, api.CodeRequestTooLarge, "request body exceeds 10 bytes"},
 		{&httpx.BodyError{Status: 400, Kind: "syntax", Msg: "malformed"}, 422, api.CodeValidation, "the request body does not match the contract"},
 		{&http.MaxBytesError{Limit: 7}, 413, api.CodeRequestTooLarge, "request body exceeds 7 bytes"},
-		{api.Errorf(http.StatusTeapot, "PF-OWN", "its own"), 418, "PF-OWN", "its own"},
+		{api.Errorf("PF-COMPATIBILITY", "its own"), 503, "PF-COMPATIBILITY", "its own"},
+		{api.Errorf(api.CodeUnavailable, "not served here"), 501, api.CodeUnavailable, "not served here"},
+		{api.StaleRevision(3, "stale"), 412, api.CodeETag, "stale"},
+		{api.InvalidParameter(api.CodeETag, "If-Match", "missing"), 422, api.CodeETag, "missing"},
+		{api.Closed("gone"), 410, api.CodeNotFound, "gone"},
+		{api.Errorf("PF-UNLISTED", "its own"), 500, api.CodeInternal, "internal error; quote the request id when reporting it"},
 		{errors.New("secret cause"), 500, api.CodeInternal, "internal error; quote the request id when reporting it"},
 	} {
 		w := httptest.NewRecorder()

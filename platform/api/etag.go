@@ -1,7 +1,6 @@
 package api
 
 import (
-	"net/http"
 	"strconv"
 	"strings"
 )
@@ -66,7 +65,7 @@ func ParseIfMatch(values []string) (int64, error) {
 }
 
 func etagError(kind, msg string) *Error {
-	return &Error{Status: http.StatusUnprocessableEntity, Code: CodeETag, Message: "If-Match must be one positive revision, quoted or bare: " + msg,
+	return &Error{Code: CodeETag, Message: "If-Match must be one positive revision, quoted or bare: " + msg,
 		Diagnostics: []Diagnostic{{Code: kind, Parameter: "If-Match", Message: msg}}}
 }
 
@@ -77,7 +76,7 @@ func CheckRevision(want, current int64) error {
 	if want == 0 || want == current {
 		return nil
 	}
-	return &Error{Status: http.StatusPreconditionFailed, Code: CodeETag,
+	return &Error{Code: CodeETag, row: rowStaleETag,
 		Message: "the resource changed since it was read; read it again and retry with its current revision",
 		Headers: map[string]string{"ETag": FormatETag(current)}}
 }

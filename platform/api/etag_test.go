@@ -28,7 +28,7 @@ func TestParseIfMatch(t *testing.T) {
 	for in, kind := range bad {
 		_, err := api.ParseIfMatch([]string{in})
 		var e *api.Error
-		if !errors.As(err, &e) || e.Status != 422 || e.Code != "PF-ETAG" || e.Diagnostics[0].Code != kind {
+		if !errors.As(err, &e) || e.Status() != 422 || e.Code != "PF-ETAG" || e.Diagnostics[0].Code != kind {
 			t.Errorf("%q: %v, want 422 PF-ETAG %s", in, err, kind)
 		}
 	}
@@ -45,7 +45,7 @@ func TestCheckRevision(t *testing.T) {
 	is.NoErr(api.CheckRevision(5, 5))
 	var e *api.Error
 	is.True(errors.As(api.CheckRevision(4, 5), &e))
-	is.Equal(e.Status, 412)
+	is.Equal(e.Status(), 412)
 	is.Equal(e.Headers["ETag"], `"5"`)
 	is.Equal(api.FormatETag(12), `"12"`)
 }

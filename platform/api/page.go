@@ -47,7 +47,7 @@ type cursorPosition struct {
 func (c *Call) PageQuery(collection string, filters map[string]string) (PageQuery, error) {
 	q := PageQuery{Limit: DefaultPageLimit, cursors: c.api.opts.Cursors, scope: cursorScope(collection, c, filters)}
 	if q.cursors == nil {
-		return q, &Error{Status: 500, Code: CodeInternal, Message: "internal error"}
+		return q, &Error{Code: CodeInternal, Message: "internal error"}
 	}
 	vals := c.R.URL.Query()
 	if raw, ok, err := single(vals, "limit"); err != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"net/http"
 
 	"github.com/agentbridge/bridge/platform/api"
 	"github.com/agentbridge/bridge/platform/auth"
@@ -43,7 +42,7 @@ func compileTable(table map[string]any, at string) (*decision.Compiled, error) {
 	if !errors.As(err, &errs) {
 		return nil, api.Invalid(at, "%s", err.Error())
 	}
-	e := &api.Error{Status: http.StatusUnprocessableEntity, Code: api.CodeValidation, Message: "the decision table is invalid"}
+	e := &api.Error{Code: api.CodeValidation, Message: "the decision table is invalid"}
 	for _, de := range errs {
 		if len(e.Diagnostics) == 20 {
 			break
@@ -94,7 +93,7 @@ func evaluateInput(compiled *decision.Compiled, rawInput json.RawMessage) (Decis
 		case errors.Is(err, decision.ErrHitPolicy):
 			code = "hit_policy"
 		}
-		return out, &api.Error{Status: http.StatusUnprocessableEntity, Code: api.CodeValidation, Message: "the decision could not be evaluated",
+		return out, &api.Error{Code: api.CodeValidation, Message: "the decision could not be evaluated",
 			Diagnostics: []api.Diagnostic{{Code: code, Path: "/input", Message: err.Error()}}, Result: out}
 	}
 	return out, nil

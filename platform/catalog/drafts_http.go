@@ -103,8 +103,7 @@ func (s *Service) saveDraftRoute(c *api.Call) error {
 		switch {
 		case create:
 			if c.IfMatch() != 0 {
-				return nil, &api.Error{Status: http.StatusPreconditionFailed, Code: api.CodeETag,
-					Message: "the draft does not exist; create it without If-Match"}
+				return nil, api.StaleRevision(0, "the draft does not exist; create it without If-Match")
 			}
 			d = draftRow{ID: id, Tenant: sc.Tenant, Project: sc.Project, CreatedAt: now, CreatedBy: by}
 		case err != nil:

@@ -4,7 +4,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"strconv"
 	"time"
 
@@ -15,7 +14,7 @@ import (
 // compileProblem is 422 PF-VALIDATION for a source that does not compile,
 // with the compiler's diagnostics and the compile result as "result".
 func compileProblem(res lang.Result) error {
-	e := &api.Error{Status: http.StatusUnprocessableEntity, Code: api.CodeValidation,
+	e := &api.Error{Code: api.CodeValidation,
 		Message: "the source does not compile against the project's catalog"}
 	for _, d := range res.Diagnostics {
 		if d.Severity != lang.SeverityError {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"time"
 
 	"github.com/agentbridge/bridge/platform/api"
@@ -61,7 +60,7 @@ const maxBody = 8 * lang.MaxSourceBytes
 // checkSource applies the source rules shared by every route that takes one.
 func checkSource(source, format string) error {
 	if len(source) > lang.MaxSourceBytes {
-		return &api.Error{Status: http.StatusRequestEntityTooLarge, Code: api.CodeRequestTooLarge,
+		return &api.Error{Code: api.CodeRequestTooLarge,
 			Message: fmt.Sprintf("the source is %d bytes; at most %d are accepted", len(source), lang.MaxSourceBytes)}
 	}
 	if format != "" && format != FormatYAML {

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"log/slog"
-	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -125,7 +124,7 @@ func (s *Service) Admit(ctx context.Context, sc auth.Scope) error {
 		return nil
 	}
 	wait := int64(max(1, (r.NextScanAt.Sub(s.now())+time.Second-1)/time.Second))
-	return &api.Error{Status: http.StatusServiceUnavailable, Code: CodeCompatibility,
+	return &api.Error{Code: CodeCompatibility,
 		Message: "this server cannot run every published definition of the project (GET P/operations/compatibility); new work is refused until a check passes",
 		Headers: map[string]string{"Retry-After": strconv.FormatInt(wait, 10)}}
 }

@@ -38,5 +38,5 @@ func asProblem(err error) error {
 		return err
 	}
 	msg, diags, headers := e.ProblemDetail()
-	return &api.Error{Status: api.CodeStatus(e.Code), Code: e.Code, Message: msg, Diagnostics: diags, Headers: headers, Err: err}
+	return &api.Error{Code: e.Code, Message: msg, Diagnostics: diags, Headers: headers, Err: err}
 }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
@@ -173,7 +172,7 @@ func (q *listQuery) span(fromName string, from *time.Time, toName string, to *ti
 // filterError is 422 PF-FILTER: filters that contradict each other, with
 // a diagnostic for each parameter involved.
 func filterError(msg string, params ...string) error {
-	e := &api.Error{Status: http.StatusUnprocessableEntity, Code: api.CodeFilter, Message: msg}
+	e := &api.Error{Code: api.CodeFilter, Message: msg}
 	for _, p := range params {
 		e.Diagnostics = append(e.Diagnostics, api.Diagnostic{Code: "invalid", Parameter: p, Message: msg})
 	}

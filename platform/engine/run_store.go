@@ -24,7 +24,7 @@ const CodeLegacyUnavailable = "PF-LEGACY-UNAVAILABLE"
 // errLegacy is returned (with the row, Legacy set) by reads of a run whose
 // state cannot be shown; routes answer it as 409 PF-LEGACY-UNAVAILABLE,
 // and only cancellation works on such a run (cancelLegacy).
-var errLegacy = &api.Error{Status: 409, Code: CodeLegacyUnavailable,
+var errLegacy = &api.Error{Code: CodeLegacyUnavailable,
 	Message: "the run was written by another version and its state cannot be shown; it can still be cancelled"}
 
 // runRow is a stored run.

@@ -277,7 +277,7 @@ func localError(err error) error {
 		}
 		msg = strings.Join(parts, "; ")
 	}
-	switch ae.Status {
+	switch ae.Status() {
 	case http.StatusUnprocessableEntity:
 		return RefuseStart(ErrInvalidInput, "%s", msg)
 	case http.StatusConflict:

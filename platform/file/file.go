@@ -164,5 +164,5 @@ func stateConflict(format string, args ...any) error {
 
 // capacity is 429 PF-OPERATION-CAPACITY for a spent quota.
 func capacity(format string, args ...any) error {
-	return &api.Error{Status: 429, Code: CodeCapacity, Message: fmt.Sprintf(format, args...)}
+	return &api.Error{Code: CodeCapacity, Message: fmt.Sprintf(format, args...)}
 }

@@ -24,7 +24,7 @@ func (s *Service) Attach(ctx context.Context, tx *sql.Tx, env, run string, ids [
 		}
 		r, err := getFile(ctx, tx, env, id)
 		if errors.Is(err, errNotFound) || (err == nil && r.Status != StatusReady) {
-			return nil, &api.Error{Status: 422, Code: api.CodeValidation, Message: "the value refers to a file the environment does not have ready",
+			return nil, &api.Error{Code: api.CodeValidation, Message: "the value refers to a file the environment does not have ready",
 				Diagnostics: []api.Diagnostic{{Code: "file_not_ready", Message: "file " + id + " is not a ready file of the environment"}}}
 		}
 		if err != nil {

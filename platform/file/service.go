@@ -246,7 +246,7 @@ func (s *Service) Chunk(ctx context.Context, sf surface, id string, index int64,
 func bodyProblem(err error, index, n int64) error {
 	if errors.Is(err, errShortChunk) || errors.Is(err, errLongChunk) {
 		msg := fmt.Sprintf("chunk %d has exactly %d bytes", index, n)
-		return &api.Error{Status: 422, Code: api.CodeValidation, Message: msg,
+		return &api.Error{Code: api.CodeValidation, Message: msg,
 			Diagnostics: []api.Diagnostic{{Code: "chunk_length", Message: msg}}}
 	}
 	return err
@@ -290,7 +290,7 @@ func (s *Service) Finish(ctx context.Context, sf surface, id string) (File, erro
 		if err := s.discard(ctx, r); err != nil {
 			return File{}, err
 		}
-		return File{}, &api.Error{Status: 422, Code: CodeDigest,
+		return File{}, &api.Error{Code: CodeDigest,
 			Message: fmt.Sprintf("the %d bytes received do not have the declared SHA-256 %s; the upload is discarded, create the file again", r.Size, r.SHA256)}
 	case errors.Is(err, errPartMissing):
 		return File{}, s.lost(ctx, r)

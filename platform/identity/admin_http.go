@@ -4,7 +4,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"unicode"
 
@@ -440,7 +439,7 @@ func (s *Service) setDisabled(disabled bool) api.HandlerFunc {
 				return nil, err
 			}
 			if p.Issuer == OwnerIssuer {
-				return nil, &api.Error{Status: http.StatusUnprocessableEntity, Code: api.CodeValidation, Message: "the system principal cannot be disabled or enabled"}
+				return nil, &api.Error{Code: api.CodeValidation, Message: "the system principal cannot be disabled or enabled"}
 			}
 			if p.Disabled != disabled {
 				if err := setPrincipalDisabled(c.Context(), tx, id, disabled, now); err != nil {

@@ -58,7 +58,7 @@ func (s *Service) Authenticate(r *http.Request, acceptOwner bool) (*api.Caller, 
 		return nil, api.Unauthenticated(ReasonNotLinked)
 	}
 	if e.principal.Disabled {
-		return &api.Caller{Principal: e.principal.auth()}, &api.Error{Status: http.StatusForbidden, Code: api.CodeForbidden, Message: "the principal is disabled",
+		return &api.Caller{Principal: e.principal.auth()}, &api.Error{Code: api.CodeForbidden, Message: "the principal is disabled",
 			Diagnostics: []api.Diagnostic{{Code: ReasonPrincipalDisabled, Message: "the principal is disabled"}}}
 	}
 	return &api.Caller{Principal: e.principal.auth(), Grants: e.grants}, nil

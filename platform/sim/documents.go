@@ -6,12 +6,10 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"sort"
 	"time"
 
-	"net/http"
-
+	"github.com/agentbridge/bridge/platform/api"
 	"github.com/agentbridge/bridge/platform/catalog"
 	"github.com/agentbridge/bridge/platform/lang"
 )
@@ -200,11 +198,11 @@ func (s *Service) SaveDocument(ctx context.Context, sc Scope, draft, kind string
 			ContainsRunData: run, SourceEnvironmentIDs: envs, UpdatedAt: now, UpdatedBy: sc.Principal}
 		switch {
 		case cur == nil && ifMatch != 0:
-			return &Error{Code: CodeETag, Status: http.StatusPreconditionFailed, Message: "the draft has no " + kind + " document yet: save it without If-Match"}
+			return api.StaleRevision(0, "the draft has no %s document yet: save it without If-Match", kind)
 		case cur != nil && ifMatch == 0:
 			return refuse(CodeETag, "", "the document exists: send If-Match with its revision %d", cur.Revision)
 		case cur != nil && cur.Revision != ifMatch:
-			return &Error{Code: CodeETag, Status: http.StatusPreconditionFailed, Message: fmt.Sprintf("the document is at revision %d, not %d", cur.Revision, ifMatch)}
+			return api.StaleRevision(0, "the document is at revision %d, not %d", cur.Revision, ifMatch)
 		case cur != nil:
 			d.Revision = cur.Revision + 1
 			d.ContainsRunData = cur.ContainsRunData || run

@@ -30,16 +30,13 @@ const (
 	CodeETag         = "PF-ETAG"
 )
 
-// Error is a coded refusal of the simulator; the HTTP surfaces map Code to
-// a status (session_http.go, studio_http.go). Path is a JSON Pointer into
-// the request body when one field is at fault.
+// Error is a coded refusal of the simulator; the platform's error table
+// (platform/api) gives Code its status. Path is a JSON Pointer into the
+// request body when one field is at fault.
 type Error struct {
 	Code    string
 	Message string
 	Path    string
-	// Status overrides the surface's status for Code (PF-ETAG is 412 when
-	// stale, 422 when missing).
-	Status int
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }

@@ -23,39 +23,18 @@ const (
 	maxCommandBody = 1<<20 + 4096
 )
 
-// statusOf is the one table from the simulator's codes to HTTP statuses
-// (docs/platform-api.md, "Errors").
-var statusOf = map[string]int{
-	CodeNotFound:     http.StatusNotFound,
-	CodeExpired:      http.StatusGone,
-	CodeRevision:     http.StatusConflict,
-	CodeCapacity:     http.StatusTooManyRequests,
-	CodeStudioFull:   http.StatusTooManyRequests,
-	CodeStudioBusy:   http.StatusServiceUnavailable,
-	CodeStudioCat:    http.StatusBadGateway,
-	CodeStudioCatCfl: http.StatusConflict,
-	CodeDocSize:      http.StatusRequestEntityTooLarge,
-}
-
-// problem maps a simulator refusal to the platform's problem shape; other
-// errors pass through (500).
+// problem maps a simulator refusal to the platform's problem shape, its
+// status from the platform's error table; other errors pass through.
 func problem(err error) error {
 	var e *Error
 	if !errors.As(err, &e) {
 		return err
 	}
-	st, ok := statusOf[e.Code]
-	if !ok {
-		st = http.StatusUnprocessableEntity
-	}
-	if e.Status != 0 {
-		st = e.Status
-	}
-	pe := &api.Error{Status: st, Code: e.Code, Message: e.Message}
+	pe := &api.Error{Code: e.Code, Message: e.Message}
 	if e.Path != "" {
 		pe.Diagnostics = []api.Diagnostic{{Code: e.Code, Message: e.Message, Path: e.Path}}
 	}
-	if st == http.StatusTooManyRequests {
+	if pe.Status() == http.StatusTooManyRequests {
 		pe.Headers = map[string]string{"Retry-After": "60"}
 	}
 	return pe

@@ -96,7 +96,7 @@ func (s *Service) studioLiveRoute(c *api.Call) error {
 				return
 			}
 			if in.Type != "command" {
-				_ = send(LiveOut{Type: "error", Problem: &LiveProblem{Status: http.StatusUnprocessableEntity, Code: CodeStudioReq, Message: `a message is {"type": "command", "revision", "command"}`}})
+				_ = send(LiveOut{Type: "error", Problem: liveProblem(refuse(CodeStudioReq, "", `a message is {"type": "command", "revision", "command"}`))})
 				continue
 			}
 			cmd, err := DecodeStudioCommand(in.Command)
@@ -122,7 +122,7 @@ func (s *Service) studioLiveRoute(c *api.Call) error {
 		select {
 		case body, ok := <-views:
 			if !ok {
-				_ = send(LiveOut{Type: "error", Problem: &LiveProblem{Status: http.StatusGone, Code: CodeNotFound, Message: "the session was closed"}})
+				_ = send(LiveOut{Type: "error", Problem: liveProblem(api.Closed("the session was closed"))})
 				return nil
 			}
 			raw, err := json.Marshal(body)
@@ -141,7 +141,7 @@ func (s *Service) studioLiveRoute(c *api.Call) error {
 func liveProblem(err error) *LiveProblem {
 	var ae *api.Error
 	if errors.As(studioProblem(err), &ae) {
-		return &LiveProblem{Status: ae.Status, Code: ae.Code, Message: ae.Message}
+		return &LiveProblem{Status: ae.Status(), Code: ae.Code, Message: ae.Message}
 	}
-	return &LiveProblem{Status: http.StatusInternalServerError, Code: api.CodeInternal, Message: "internal error"}
+	return &LiveProblem{Status: api.CodeStatus(api.CodeInternal), Code: api.CodeInternal, Message: "internal error"}
 }

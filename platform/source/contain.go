@@ -3,7 +3,6 @@ package source
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"slices"
 	"sort"
 	"strings"
@@ -39,7 +38,7 @@ var inputFields = []string{"kind", "event_id", "account_id"}
 // containmentError is 422 PF-VALIDATION located at /mapping.
 func containmentError(code, format string, args ...any) *api.Error {
 	msg := fmt.Sprintf(format, args...)
-	return &api.Error{Status: http.StatusUnprocessableEntity, Code: api.CodeValidation,
+	return &api.Error{Code: api.CodeValidation,
 		Message:     "the mapping cannot type-check against the event schema and the target: " + msg,
 		Diagnostics: []api.Diagnostic{{Code: code, Path: "/mapping", Message: msg}}}
 }

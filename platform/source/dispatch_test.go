@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -211,7 +210,7 @@ func TestDispatchStates(t *testing.T) {
 
 	// Transient (capacity): pending, reason, due 30 s later; not before.
 	tr := f.event(t, run, "message", "Ev3", "later")
-	f.runs.refuse = []error{&api.Error{Status: http.StatusTooManyRequests, Code: "PF-OPERATION-CAPACITY"}}
+	f.runs.refuse = []error{&api.Error{Code: "PF-OPERATION-CAPACITY"}}
 	_, err = f.s.DueReceipts(ctx)
 	is.NoErr(err)
 	r = f.receipt(t, tr)

@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/http"
 
 	"github.com/agentbridge/bridge/platform/api"
 	"github.com/agentbridge/bridge/platform/source/provider"
@@ -27,7 +26,7 @@ const minSecretScan = 8
 // payloadProblem is 422 PF-PROVIDER-PAYLOAD.
 func payloadProblem(code, path, format string, args ...any) *api.Error {
 	msg := fmt.Sprintf(format, args...)
-	return &api.Error{Status: http.StatusUnprocessableEntity, Code: CodeProviderPayload, Message: "the provider event was refused: " + msg,
+	return &api.Error{Code: CodeProviderPayload, Message: "the provider event was refused: " + msg,
 		Diagnostics: []api.Diagnostic{{Code: code, Path: path, Message: msg}}}
 }
 
@@ -37,13 +36,13 @@ func ingressError(err error) error {
 	var pe *provider.PayloadError
 	switch {
 	case errors.As(err, &ae):
-		return &api.Error{Status: http.StatusUnauthorized, Code: api.CodeUnauthenticated,
+		return &api.Error{Code: api.CodeUnauthenticated,
 			Message:     "the request is not authenticated by the provider's scheme for this source's connection",
 			Diagnostics: []api.Diagnostic{{Code: ae.Reason, Message: ae.Detail}}}
 	case errors.As(err, &pe):
 		return payloadProblem(pe.Code, pe.Path, "%s", pe.Msg)
 	case errors.Is(err, provider.ErrTooMany):
-		return &api.Error{Status: http.StatusRequestEntityTooLarge, Code: api.CodeRequestTooLarge,
+		return &api.Error{Code: api.CodeRequestTooLarge,
 			Message: fmt.Sprintf("a delivery holds at most %d events", provider.MaxEvents)}
 	}
 	return err

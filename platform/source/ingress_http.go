@@ -81,7 +81,7 @@ func (s *Service) ingress(c *api.Call) error {
 	}
 	for name, vs := range c.R.Header {
 		if len(vs) > 1 {
-			return &api.Error{Status: http.StatusUnprocessableEntity, Code: CodeProviderPayload, Message: "the provider event was refused: a header is repeated",
+			return &api.Error{Code: CodeProviderPayload, Message: "the provider event was refused: a header is repeated",
 				Diagnostics: []api.Diagnostic{{Code: "duplicate_header", Parameter: name, Message: "send the " + name + " header once"}}}
 		}
 	}

@@ -92,7 +92,7 @@ func (s *Service) live(ctx context.Context, sc auth.Scope, by, id string) (taRow
 		r.Status = ActivationExpired
 	}
 	if r.Status == ActivationExpired {
-		return r, refused(http.StatusGone, CodeExpired, "the test activation expired at %s; create a new one", r.ExpiresAt.Format(time.RFC3339))
+		return r, refused(CodeExpired, "the test activation expired at %s; create a new one", r.ExpiresAt.Format(time.RFC3339))
 	}
 	return r, nil
 }
@@ -208,7 +208,7 @@ func (s *Service) Deliver(ctx context.Context, id string, h http.Header, body []
 		return TestDelivery{}, err
 	}
 	if len(body) > l.MaxBody {
-		return TestDelivery{}, &api.Error{Status: http.StatusRequestEntityTooLarge, Code: api.CodeRequestTooLarge,
+		return TestDelivery{}, &api.Error{Code: api.CodeRequestTooLarge,
 			Message: fmt.Sprintf("the body has %d bytes; this listen route accepts at most %d", len(body), l.MaxBody)}
 	}
 	key, err := s.box.Open(l.sealed, listenAD(l.ID))

@@ -115,7 +115,7 @@ func (s *Service) retire(ctx context.Context, tx *sql.Tx, env, activationID, by,
 // 429 capacity) and hides an internal one.
 func startProblem(err error) error {
 	var ae *api.Error
-	if errors.As(err, &ae) && ae.Status != http.StatusInternalServerError {
+	if errors.As(err, &ae) && ae.Status() != http.StatusInternalServerError {
 		return ae
 	}
 	return err

@@ -3,7 +3,6 @@ package steptest
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/agentbridge/bridge/platform/api"
@@ -204,7 +203,7 @@ func confirm(effect, acknowledged string) error {
 	if !sideEffecting(effect) || acknowledged == effect {
 		return nil
 	}
-	e := refused(http.StatusConflict, CodeConfirm, "this has side effect %s: it calls a real connection; send acknowledged_side_effect: %q to run it", effect, effect)
+	e := refused(CodeConfirm, "this has side effect %s: it calls a real connection; send acknowledged_side_effect: %q to run it", effect, effect)
 	e.Diagnostics = []api.Diagnostic{{Code: "side_effect", Path: "/acknowledged_side_effect", Message: "want " + effect}}
 	return e
 }

@@ -48,10 +48,10 @@ func (p Policy) allows(effect string) bool {
 // permit answers 403 PF-STEPTEST-DISABLED when p does not let effect run.
 func (p Policy) permit(effect string) error {
 	if p.TestCalls == CallsDisabled {
-		return refused(403, CodeDisabled, "the environment's test policy is disabled (revision %d); PUT E/test-policy to allow test calls", p.Revision)
+		return refused(CodeDisabled, "the environment's test policy is disabled (revision %d); PUT E/test-policy to allow test calls", p.Revision)
 	}
 	if !p.allows(effect) {
-		return refused(403, CodeDisabled, "the environment's test policy allows read_only calls only; this has side effect %s", effect)
+		return refused(CodeDisabled, "the environment's test policy allows read_only calls only; this has side effect %s", effect)
 	}
 	return nil
 }

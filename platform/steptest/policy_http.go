@@ -73,7 +73,7 @@ func (s *Service) putPolicy(c *api.Call) error {
 			return nil, err
 		}
 		if want != p.Revision {
-			e := refused(http.StatusConflict, CodeRevision, "the test policy is at revision %d; send If-Match with it (none while it is 0)", p.Revision)
+			e := refused(CodeRevision, "the test policy is at revision %d; send If-Match with it (none while it is 0)", p.Revision)
 			if p.Revision > 0 {
 				e.Headers = map[string]string{"ETag": api.FormatETag(p.Revision)}
 			}

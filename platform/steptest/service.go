@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"net/http"
 	"time"
 
 	"github.com/google/uuid"
@@ -107,13 +106,13 @@ const (
 )
 
 // refused is a coded problem.
-func refused(status int, code, format string, args ...any) *api.Error {
-	return api.Errorf(status, code, format, args...)
+func refused(code, format string, args ...any) *api.Error {
+	return api.Errorf(code, format, args...)
 }
 
-// at422 is 422 code with a diagnostic at path.
+// at422 is code (a 422 one) with a diagnostic at path.
 func at422(code, path, format string, args ...any) *api.Error {
-	e := api.Errorf(http.StatusUnprocessableEntity, code, format, args...)
+	e := api.Errorf(code, format, args...)
 	e.Diagnostics = []api.Diagnostic{{Code: "invalid", Path: path, Message: e.Message}}
 	return e
 }

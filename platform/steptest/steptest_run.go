@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"sort"
 	"strings"
 	"time"
@@ -153,7 +152,7 @@ func (s *Service) busy(ctx context.Context, q store.Querier, env, by string) err
 		return err
 	}
 	if mine >= MaxLivePerCreator || all >= MaxLivePerEnvironment {
-		return refused(http.StatusTooManyRequests, CodeBusy,
+		return refused(CodeBusy,
 			"too many step tests are running (at most %d per person and %d per environment); wait for one to end or cancel it",
 			MaxLivePerCreator, MaxLivePerEnvironment)
 	}

@@ -111,7 +111,7 @@ func (s *Service) fire(ctx context.Context, id string, now time.Time) error {
 		return err
 	}
 	var ae *api.Error
-	if !errors.As(err, &ae) || ae.Status == http.StatusTooManyRequests {
+	if !errors.As(err, &ae) || ae.Status() == http.StatusTooManyRequests {
 		// Capacity or a transient failure: same occurrence next scan.
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"log/slog"
-	"net/http"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -99,7 +98,7 @@ func TestCapacityRefusalRetriesTheSameOccurrence(t *testing.T) {
 	r := row{Schedule: Schedule{ID: "s1", Revision: 1, Status: StatusEnabled, Cron: "* * * * *", ActivationID: "a", Input: json.RawMessage(`{}`),
 		NextDueAt: &m, PrincipalID: "p1", CreatedAt: m, CreatedBy: "p1", UpdatedAt: m, UpdatedBy: "p1"}, Tenant: "t", Project: "p", Environment: "e"}
 	is.NoErr(s.db.Write(ctx, func(tx *sql.Tx) error { return insertSchedule(ctx, tx, s.inputs(), r) }))
-	capacity := &api.Error{Status: http.StatusTooManyRequests, Code: "PF-REQUEST-CAPACITY", Message: "busy"}
+	capacity := &api.Error{Code: "PF-REQUEST-CAPACITY", Message: "busy"}
 
 	runs.refuse = []error{capacity}
 	*now = m.Add(time.Second)
@@ -142,7 +141,7 @@ func TestCapacityRefusalRetriesTheSameOccurrence(t *testing.T) {
 	is.Equal(len(runs.started), 2)
 
 	// A retired activation blocks the schedule.
-	runs.refuse = []error{&api.Error{Status: http.StatusConflict, Code: api.CodeConflict, Message: "retired"}}
+	runs.refuse = []error{&api.Error{Code: api.CodeConflict, Message: "retired"}}
 	*now = m.Add(3*time.Minute + time.Second)
 	_, err = s.DueSchedules(ctx)
 	is.NoErr(err)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"time"
 
 	"github.com/agentbridge/bridge/platform/api"
@@ -139,7 +138,7 @@ func checkRequest(req ScheduleRequest) (checked, error) {
 	if err != nil {
 		var ce *CalendarError
 		if errors.As(err, &ce) {
-			return checked{}, &api.Error{Status: http.StatusUnprocessableEntity, Code: api.CodeValidation,
+			return checked{}, &api.Error{Code: api.CodeValidation,
 				Message:     "the request body does not match the contract: " + ce.Error(),
 				Diagnostics: []api.Diagnostic{{Code: "cron_" + ce.Kind, Path: "/cron", Message: ce.Error()}}}
 		}
@@ -190,7 +189,7 @@ func compactObject(path string, raw json.RawMessage, max int) (json.RawMessage, 
 func firstDue(cal Calendar, now time.Time) (time.Time, error) {
 	next, err := cal.Next(now, false)
 	if err != nil {
-		return time.Time{}, &api.Error{Status: http.StatusUnprocessableEntity, Code: CodeScheduleRange,
+		return time.Time{}, &api.Error{Code: CodeScheduleRange,
 			Message:     "the calendar has no representable future occurrence",
 			Diagnostics: []api.Diagnostic{{Code: "no_future_occurrence", Path: "/cron", Message: err.Error()}}}
 	}

@@ -185,7 +185,7 @@ func Sign(secret, id string, at time.Time, body []byte) (string, error) {
 // headers do not verify; kind names why (a stable diagnostic code).
 func signatureError(kind, format string, args ...any) *api.Error {
 	msg := fmt.Sprintf(format, args...)
-	return &api.Error{Status: http.StatusUnauthorized, Code: api.CodeUnauthenticated,
+	return &api.Error{Code: api.CodeUnauthenticated,
 		Message:     "the delivery is not signed by this trigger's secret (Standard Webhooks): " + msg,
 		Diagnostics: []api.Diagnostic{{Code: kind, Message: msg}},
 		Headers:     map[string]string{"WWW-Authenticate": `Standard-Webhooks realm="webhooks"`}}

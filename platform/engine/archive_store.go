@@ -116,16 +116,20 @@ func packHistory(ctx context.Context, tx *sql.Tx, id string) (packed []byte, nEv
 		return nil, 0, 0, err
 	}
 	lines := []archivedLog{}
-	if err := eachRow(ctx, tx, "archive logs", `SELECT id, at, seq, level, type, node_id, message, data FROM platform_run_logs WHERE run_id = ? ORDER BY id`,
+	if err := eachRow(ctx, tx, "archive logs", `SELECT id, at, seq, level, type, node_id, message, data, record FROM platform_run_logs WHERE run_id = ? ORDER BY id`,
 		[]any{id}, func(rows *sql.Rows) error {
 			var l archivedLog
-			var seq sql.NullInt64
+			var seq, record sql.NullInt64
 			var node, data sql.NullString
-			if err := rows.Scan(&l.ID, &l.At, &seq, &l.Level, &l.Type, &node, &l.Message, &data); err != nil {
+			if err := rows.Scan(&l.ID, &l.At, &seq, &l.Level, &l.Type, &node, &l.Message, &data, &record); err != nil {
 				return err
 			}
 			if seq.Valid {
 				l.Seq = &seq.Int64
+			}
+			if record.Valid {
+				r := int(record.Int64)
+				l.Record = &r
 			}
 			l.Node, l.Data = nullable(node), nullable(data)
 			lines = append(lines, l)
@@ -202,15 +206,16 @@ func restoreArchive(ctx context.Context, tx *sql.Tx, id string) (int, int, error
 	}
 	recs := eventRecords(evs)
 	for _, l := range lines {
+		// A line referring to its event's record is restored as such
+		// (listLogLines reads the record from the event).
 		if l.Record != nil {
 			if l.Seq == nil || *l.Record < 0 || *l.Record >= len(recs[*l.Seq]) {
 				return 0, 0, fmt.Errorf("engine: archive of run %s: log line %d names a record that is not there", id, l.ID)
 			}
-			data := string(recs[*l.Seq][*l.Record])
-			l.Data = &data
+			l.Data = nil
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO platform_run_logs(id, run_id, at, seq, level, type, node_id, message, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			l.ID, id, l.At, l.Seq, l.Level, l.Type, l.Node, l.Message, l.Data); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO platform_run_logs(id, run_id, at, seq, level, type, node_id, message, data, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			l.ID, id, l.At, l.Seq, l.Level, l.Type, l.Node, l.Message, l.Data, l.Record); err != nil {
 			return 0, 0, fmt.Errorf("engine: restore log line %d of run %s: %w", l.ID, id, err)
 		}
 	}

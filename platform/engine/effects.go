@@ -24,6 +24,8 @@ func (s *Service) perform(ctx context.Context, tx *sql.Tx, r *runRow, p *program
 	// The records of consecutive effects share one log statement; lines
 	// keep the effects' order.
 	var lines []logLine
+	// records counts the records as saveStep stored them with the event.
+	records := 0
 	flush := func() error {
 		err := writeLogs(ctx, tx, r.ID, lines)
 		lines = lines[:0]
@@ -32,7 +34,8 @@ func (s *Service) perform(ctx context.Context, tx *sql.Tx, r *runRow, p *program
 	for _, ef := range effects {
 		if ef.Kind == kernel.EffectRecord {
 			if ef.Record != nil {
-				lines = append(lines, recordLine(ef.Record))
+				lines = append(lines, recordLine(ef.Record, e.Seq, records))
+				records++
 			}
 			continue
 		}

@@ -187,37 +187,40 @@ func scanRecords(ctx context.Context, q store.Querier, id string, upTo int64, fn
 }
 
 // listLogLines reads the log lines of run f.RunID that match f, behind
-// f.After, in id order.
+// f.After, in id order. A line stored as a reference to its event's record
+// (migration 0033) gets that record, byte for byte, as its data.
 func listLogLines(ctx context.Context, q store.Querier, f LogQuery) ([]LogEntry, error) {
-	where := "run_id = ? AND id > ?"
+	where := "l.run_id = ? AND l.id > ?"
 	args := []any{f.RunID, f.After}
 	if i := slices.Index(logLevels, f.MinLevel); i > 0 {
 		ph, vals := placeholders(logLevels[i:])
-		where += " AND level IN (" + ph + ")"
+		where += " AND l.level IN (" + ph + ")"
 		args = append(args, vals...)
 	}
 	if len(f.Types) > 0 {
 		ph, vals := placeholders(f.Types)
-		where += " AND type IN (" + ph + ")"
+		where += " AND l.type IN (" + ph + ")"
 		args = append(args, vals...)
 	}
 	if f.Since != nil {
-		where += " AND at >= ?"
+		where += " AND l.at >= ?"
 		args = append(args, ceilMs(*f.Since))
 	}
 	if f.Until != nil {
-		where += " AND at < ?"
+		where += " AND l.at < ?"
 		args = append(args, ceilMs(*f.Until))
 	}
 	items := []LogEntry{}
-	err := eachRow(ctx, q, "list run logs", `SELECT id, at, seq, level, type, node_id, message, data
-		FROM platform_run_logs WHERE `+where+` ORDER BY id LIMIT ?`, append(args, f.Limit),
+	var recs eventRecordCache
+	err := eachRow(ctx, q, "list run logs", `SELECT l.id, l.at, l.seq, l.level, l.type, l.node_id, l.message, l.data, l.record, e.records
+		FROM platform_run_logs l LEFT JOIN platform_run_events e ON l.record IS NOT NULL AND e.run_id = l.run_id AND e.seq = l.seq
+		WHERE `+where+` ORDER BY l.id LIMIT ?`, append(args, f.Limit),
 		func(rows *sql.Rows) error {
 			var l LogEntry
 			var at int64
-			var seq sql.NullInt64
-			var node, data sql.NullString
-			if err := rows.Scan(&l.ID, &at, &seq, &l.Level, &l.Type, &node, &l.Message, &data); err != nil {
+			var seq, record sql.NullInt64
+			var node, data, records sql.NullString
+			if err := rows.Scan(&l.ID, &at, &seq, &l.Level, &l.Type, &node, &l.Message, &data, &record, &records); err != nil {
 				return err
 			}
 			l.At, l.NodeID = store.FromMillis(at), nullable(node)
@@ -227,8 +230,37 @@ func listLogLines(ctx context.Context, q store.Querier, f LogQuery) ([]LogEntry,
 			if data.Valid {
 				l.Data = json.RawMessage(data.String)
 			}
+			if record.Valid {
+				rec, err := recs.record(seq.Int64, records.String, record.Int64)
+				if err != nil {
+					return fmt.Errorf("log line %d of run %s: %w", l.ID, f.RunID, err)
+				}
+				l.Data = rec
+			}
 			items = append(items, l)
 			return nil
 		})
 	return items, err
+}
+
+// eventRecordCache splits an event's stored records once for the log
+// lines that refer to them (consecutive lines share their event).
+type eventRecordCache struct {
+	seq  int64
+	recs []json.RawMessage
+}
+
+// record answers record index of event seq, whose stored records are
+// text, as stored.
+func (c *eventRecordCache) record(seq int64, text string, index int64) (json.RawMessage, error) {
+	if c.recs == nil || c.seq != seq {
+		c.seq, c.recs = seq, nil
+		if err := json.Unmarshal([]byte(text), &c.recs); err != nil {
+			return nil, fmt.Errorf("records of event %d: %w", seq, err)
+		}
+	}
+	if index < 0 || index >= int64(len(c.recs)) {
+		return nil, fmt.Errorf("event %d has no record %d", seq, index)
+	}
+	return c.recs[index], nil
 }

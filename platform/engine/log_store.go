@@ -19,8 +19,8 @@ func writeLog(ctx context.Context, tx *sql.Tx, id string, l logLine) error {
 // the lines of one event share a statement (fewer statements per
 // transition).
 const (
-	logInsert        = `INSERT INTO platform_run_logs(run_id, at, seq, level, type, node_id, message, data) VALUES `
-	logRow           = `(?, ?, ?, ?, ?, ?, ?, ?)`
+	logInsert        = `INSERT INTO platform_run_logs(run_id, at, seq, level, type, node_id, message, data, record) VALUES `
+	logRow           = `(?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	logRowsPerInsert = 8
 )
 
@@ -28,7 +28,7 @@ const (
 func writeLogs(ctx context.Context, tx *sql.Tx, id string, lines []logLine) error {
 	for len(lines) > 0 {
 		n := min(len(lines), logRowsPerInsert)
-		args := make([]any, 0, 8*n)
+		args := make([]any, 0, 9*n)
 		for _, l := range lines[:n] {
 			if l.Level == "" {
 				l.Level = "info"
@@ -46,7 +46,7 @@ func writeLogs(ctx context.Context, tx *sql.Tx, id string, lines []logLine) erro
 			if l.Seq > 0 {
 				seq = &l.Seq
 			}
-			args = append(args, id, store.Millis(l.At), seq, l.Level, l.Type, optional(l.Node), l.Message, data)
+			args = append(args, id, store.Millis(l.At), seq, l.Level, l.Type, optional(l.Node), l.Message, data, l.Record)
 		}
 		if _, err := tx.ExecContext(ctx, logInsert+strings.Repeat(logRow+", ", n-1)+logRow, args...); err != nil {
 			return fmt.Errorf("engine: write run log: %w", err)

@@ -17,12 +17,22 @@ type logLine struct {
 	Node    string
 	Message string
 	Data    any
+	// Record, when set, is the index of the line's data among the records
+	// of its event (Seq): the line is stored without data and read with
+	// the event's record (migration 0033, docs/retention.md).
+	Record *int
 }
 
-// recordLine is the log line of a kernel history record.
-func recordLine(r *kernel.Record) logLine {
-	return logLine{At: r.ObservedAt, Seq: r.Seq, Level: recordLevel(r.Type), Type: r.Type,
+// recordLine is the log line of a kernel history record, the index'th
+// record stored with event seq: when the record belongs to that event the
+// line refers to it instead of repeating it.
+func recordLine(r *kernel.Record, seq int64, index int) logLine {
+	l := logLine{At: r.ObservedAt, Seq: r.Seq, Level: recordLevel(r.Type), Type: r.Type,
 		Node: r.NodeID, Message: recordMessage(r), Data: r}
+	if r.Seq == seq && seq > 0 {
+		l.Data, l.Record = nil, &index
+	}
+	return l
 }
 
 func recordLevel(t string) string {

@@ -1,0 +1,136 @@
+package engine
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/agentbridge/bridge/platform/kernel"
+	"github.com/agentbridge/bridge/store"
+)
+
+// migrationsUpTo are the engine's migrations up to version v: the schema of
+// an older data directory.
+func migrationsUpTo(v int) []store.Migration {
+	var out []store.Migration
+	for _, m := range Migrations() {
+		if m.Version <= v {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// oldDataDir writes bridge.db with the engine's schema up to version v and
+// runs fill on it with foreign keys off (the platform's other tables, which
+// the rows would refer to, are not part of the engine's migrations).
+func oldDataDir(t *testing.T, v int, fill func(db *sql.DB)) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "bridge.db")
+	if _, err := store.Migrate(context.Background(), path, migrationsUpTo(v)); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(0)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	fill(db)
+	return path
+}
+
+func mustExec(t *testing.T, db *sql.DB, query string, args ...any) {
+	t.Helper()
+	if _, err := db.Exec(query, args...); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+}
+
+// TestLogRecordsMigration opens a data directory whose record log lines
+// repeat their event's records (as written before migration 0033) and reads
+// the log back after migrating: every line answers the data it had, and
+// the lines that repeated a record keep a reference to it instead.
+func TestLogRecordsMigration(t *testing.T) {
+	is := is.New(t)
+	at := time.Date(2026, 11, 27, 8, 30, 46, 984e6, time.UTC)
+	run := "01a21c20-e2c8-72e3-b907-c170ec150f2d"
+	recs := []*kernel.Record{
+		{Type: kernel.RecordStepStarted, Seq: 2, EventID: "01a21c20-e2c8-797f-a4fe-14d8ce83bf6e", ObservedAt: at, NodeID: "greet", Instance: "greet", Generation: 1},
+		// Go escapes <, > and & in JSON text; the conversion must keep
+		// the stored bytes, whatever SQLite's JSON functions render.
+		{Type: kernel.RecordTaskRetryScheduled, Seq: 2, ObservedAt: at, NodeID: "n", Instance: "n", Attempt: 2, Detail: "a <b> & \"c\" é \u2028"},
+	}
+	enc := func(v any) string {
+		raw, err := json.Marshal(v)
+		is.NoErr(err)
+		return string(raw)
+	}
+	type old struct {
+		seq  any
+		typ  string
+		data any
+	}
+	lines := []old{
+		{2, recs[0].Type, enc(recs[0])},
+		{2, recs[1].Type, enc(recs[1])},
+		{2, "run_note", `{"not":"a record"}`},
+		{2, "step_started", `{"type":"step_started"}`}, // not one of the records: kept
+		{nil, "task_call", enc(recs[0])},               // no event: kept
+		{3, "step_started", enc(recs[0])},              // event 3's records do not parse: kept
+		{2, "run_succeeded", nil},
+	}
+	path := oldDataDir(t, 32, func(db *sql.DB) {
+		mustExec(t, db, `INSERT INTO platform_runs(id, tenant_id, project_id, environment_id, activation_id, status, state, seq, created_at, updated_at, created_by)
+			VALUES (?, 't', 'p', 'e', 'a', 'succeeded', '{}', 3, 1, 1, 'u')`, run)
+		mustExec(t, db, `INSERT INTO platform_run_events(run_id, seq, kind, payload, records, at) VALUES (?, 2, 'task_completed', '{}', ?, 1), (?, 3, 'task_completed', '{}', '[{broken', 1)`,
+			run, enc(recs), run)
+		for _, l := range lines {
+			mustExec(t, db, `INSERT INTO platform_run_logs(run_id, at, seq, level, type, node_id, message, data) VALUES (?, 1, ?, 'info', ?, NULL, 'm', ?)`,
+				run, l.seq, l.typ, l.data)
+		}
+	})
+	applied, err := store.Migrate(context.Background(), path, Migrations())
+	is.NoErr(err)
+	is.Equal(applied[0].Name, "0033_run_log_records")
+	db, err := store.Open(context.Background(), path, Migrations(), store.Options{})
+	is.NoErr(err)
+	defer db.Close()
+
+	got, err := listLogLines(context.Background(), db.Reader(), LogQuery{RunID: run, Limit: 100})
+	is.NoErr(err)
+	is.Equal(len(got), len(lines))
+	for i, l := range lines {
+		want := "null"
+		if l.data != nil {
+			want = l.data.(string)
+		}
+		data, err := json.Marshal(got[i].Data)
+		is.NoErr(err)
+		is.Equal(string(data), want) // the line's data, byte for byte
+	}
+	// The first two lines now refer to records 0 and 1 of event 2; the
+	// others keep what they had.
+	var refs []string
+	err = eachRow(context.Background(), db.Reader(), "read", `SELECT coalesce(record, -1), data IS NULL FROM platform_run_logs ORDER BY id`, nil,
+		func(rows *sql.Rows) error {
+			var rec int
+			var null bool
+			if err := rows.Scan(&rec, &null); err != nil {
+				return err
+			}
+			refs = append(refs, map[bool]string{true: "null", false: "data"}[null]+":"+string(rune('0'+rec+1)))
+			return nil
+		})
+	is.NoErr(err)
+	is.Equal(refs, []string{"null:1", "null:2", "data:0", "data:0", "data:0", "data:0", "null:0"})
+	// A type filter and a resume point work on converted lines too.
+	got, err = listLogLines(context.Background(), db.Reader(), LogQuery{RunID: run, Types: []string{recs[1].Type}, After: got[0].ID, Limit: 10})
+	is.NoErr(err)
+	is.Equal(len(got), 1)
+	is.Equal(string(got[0].Data), enc(recs[1]))
+}

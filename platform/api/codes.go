@@ -153,3 +153,24 @@ func pf(status int, code string) httpx.Mapping { return httpx.Mapping{Status: st
 // CodeStatus is the HTTP status of a code: its row of errorTable; a code
 // the table does not list is the server's fault (500).
 func CodeStatus(code string) int { return errorTable.Lookup(code).Status }
+
+// The class of a refusal, for code that reacts to another package's
+// refusal (retry later, give up, block a schedule) instead of answering
+// it; like Status, it comes from the code's row.
+
+// IsCapacity reports a capacity refusal (429): the same request may pass
+// later.
+func (e *Error) IsCapacity() bool { return e.Status() == http.StatusTooManyRequests }
+
+// IsInvalid reports a refusal of the request's content (422).
+func (e *Error) IsInvalid() bool { return e.Status() == http.StatusUnprocessableEntity }
+
+// IsConflict reports a refusal in the resource's current state (409).
+func (e *Error) IsConflict() bool { return e.Status() == http.StatusConflict }
+
+// IsServerSide reports a failure or refusal of the server (5xx: internal,
+// unavailable, compatibility, busy).
+func (e *Error) IsServerSide() bool { return e.Status() >= http.StatusInternalServerError }
+
+// IsInternal reports the server's own failure (500).
+func (e *Error) IsInternal() bool { return e.Status() == http.StatusInternalServerError }

@@ -353,8 +353,26 @@ func (p *IdP) serveDevicePage(w http.ResponseWriter, _ *http.Request) {
 		"the daemon owner token (POST "+p.approvalURL+" with form field user_code).\n")
 }
 
-// oauthError writes an RFC 6749 section 5.2 error body.
-func oauthError(w http.ResponseWriter, status int, code, desc string) {
+// oauthStatus is the identity provider's one table from OAuth error codes
+// to statuses (RFC 6749 section 5.2, RFC 8628 section 3.5, and the
+// approval route of docs/platform-api.md, "Built-in identity provider"):
+// an error is 400 unless listed.
+var oauthStatus = map[string]int{
+	"invalid_client":          http.StatusUnauthorized,
+	"unauthorized":            http.StatusUnauthorized,
+	"invalid_user_code":       http.StatusNotFound,
+	"already_decided":         http.StatusConflict,
+	"temporarily_unavailable": http.StatusServiceUnavailable,
+	"server_error":            http.StatusInternalServerError,
+}
+
+// oauthError writes an RFC 6749 section 5.2 error body, its status from
+// oauthStatus.
+func oauthError(w http.ResponseWriter, code, desc string) {
+	status, ok := oauthStatus[code]
+	if !ok {
+		status = http.StatusBadRequest
+	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
@@ -389,12 +407,12 @@ func parseForm(w http.ResponseWriter, r *http.Request) (url.Values, bool) {
 				Message: fmt.Sprintf("request body exceeds %d bytes", mbe.Limit)})
 			return nil, false
 		}
-		oauthError(w, http.StatusBadRequest, "invalid_request", "unreadable form body")
+		oauthError(w, "invalid_request", "unreadable form body")
 		return nil, false
 	}
 	for _, v := range r.PostForm {
 		if len(v) > 1 {
-			oauthError(w, http.StatusBadRequest, "invalid_request", "repeated parameter")
+			oauthError(w, "invalid_request", "repeated parameter")
 			return nil, false
 		}
 	}
@@ -403,7 +421,7 @@ func parseForm(w http.ResponseWriter, r *http.Request) (url.Values, bool) {
 
 func (p *IdP) checkClient(w http.ResponseWriter, form url.Values) bool {
 	if form.Get("client_id") != p.clientID {
-		oauthError(w, http.StatusUnauthorized, "invalid_client", "unknown client")
+		oauthError(w, "invalid_client", "unknown client")
 		return false
 	}
 	return true
@@ -419,10 +437,10 @@ func (p *IdP) serveDeviceCode(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		if errors.Is(err, errTooManyPending) {
 			w.Header().Set("Retry-After", strconv.Itoa(int(p.interval.Seconds())))
-			oauthError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "too many pending sign-ins")
+			oauthError(w, "temporarily_unavailable", "too many pending sign-ins")
 			return
 		}
-		oauthError(w, http.StatusInternalServerError, "server_error", "")
+		oauthError(w, "server_error", "")
 		return
 	}
 	display := d.userCode[:4] + "-" + d.userCode[4:]
@@ -579,7 +597,7 @@ func (p *IdP) serveApprove(w http.ResponseWriter, r *http.Request) {
 	subject, ok := p.approver(r)
 	if repeated != nil || !ok {
 		w.Header().Set("WWW-Authenticate", "Bearer")
-		oauthError(w, http.StatusUnauthorized, "unauthorized", "owner authentication required")
+		oauthError(w, "unauthorized", "owner authentication required")
 		return
 	}
 	form, ok := parseForm(w, r)
@@ -593,20 +611,20 @@ func (p *IdP) serveApprove(w http.ResponseWriter, r *http.Request) {
 	case "deny":
 		err = p.Deny(form.Get("user_code"))
 	default:
-		oauthError(w, http.StatusBadRequest, "invalid_request", "action must be approve or deny")
+		oauthError(w, "invalid_request", "action must be approve or deny")
 		return
 	}
 	switch {
 	case err == nil:
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	case errors.Is(err, ErrUnknownUserCode):
-		oauthError(w, http.StatusNotFound, "invalid_user_code", "")
+		oauthError(w, "invalid_user_code", "")
 	case errors.Is(err, ErrDeviceCodeExpired):
-		oauthError(w, http.StatusBadRequest, "expired_token", "")
+		oauthError(w, "expired_token", "")
 	case errors.Is(err, ErrDeviceCodeDecided):
-		oauthError(w, http.StatusConflict, "already_decided", "")
+		oauthError(w, "already_decided", "")
 	default:
-		oauthError(w, http.StatusBadRequest, "invalid_request", "")
+		oauthError(w, "invalid_request", "")
 	}
 }
 
@@ -618,7 +636,7 @@ func (p *IdP) serveToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if form.Get("grant_type") != GrantTypeDeviceCode {
-		oauthError(w, http.StatusBadRequest, "unsupported_grant_type", "")
+		oauthError(w, "unsupported_grant_type", "")
 		return
 	}
 	if !p.checkClient(w, form) {
@@ -626,17 +644,17 @@ func (p *IdP) serveToken(w http.ResponseWriter, r *http.Request) {
 	}
 	code := form.Get("device_code")
 	if code == "" {
-		oauthError(w, http.StatusBadRequest, "invalid_request", "device_code required")
+		oauthError(w, "invalid_request", "device_code required")
 		return
 	}
 	subject, errCode := p.poll(hashDeviceCode(code))
 	if errCode != "" {
-		oauthError(w, http.StatusBadRequest, errCode, "")
+		oauthError(w, errCode, "")
 		return
 	}
 	tok, err := p.Mint(subject, nil)
 	if err != nil {
-		oauthError(w, http.StatusInternalServerError, "server_error", "")
+		oauthError(w, "server_error", "")
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{

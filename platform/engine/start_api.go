@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/agentbridge/bridge/platform/api"
@@ -277,13 +276,11 @@ func localError(err error) error {
 		}
 		msg = strings.Join(parts, "; ")
 	}
-	switch ae.Status() {
-	case http.StatusUnprocessableEntity:
+	switch {
+	case ae.IsInvalid():
 		return RefuseStart(ErrInvalidInput, "%s", msg)
-	case http.StatusConflict:
-		if ae.Code == api.CodeConflict {
-			return RefuseStart(ErrNoActiveActivation, "%s", msg)
-		}
+	case ae.Code == api.CodeConflict:
+		return RefuseStart(ErrNoActiveActivation, "%s", msg)
 	}
 	return err
 }

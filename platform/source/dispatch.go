@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"sync"
 	"time"
 
@@ -150,10 +149,10 @@ func (s *Service) dispatch(ctx context.Context, id string) error {
 	switch {
 	case errors.Is(err, engine.ErrRunEnded), errors.Is(err, engine.ErrRunNotFound):
 		return settleAs(StatusFailed, ReasonTargetFinished)
-	case !errors.As(err, &ae) || ae.Status() == http.StatusTooManyRequests || ae.Status() >= 500:
+	case !errors.As(err, &ae) || ae.IsCapacity() || ae.IsServerSide():
 		s.log.Info("source: transient dispatch failure", "receipt", rc.ID, "err", err)
 		return settleAs(StatusPending, ReasonTransient)
-	case ae.Status() == http.StatusUnprocessableEntity && (len(ae.Diagnostics) == 0 || ae.Diagnostics[0].Path != "/activation_id"):
+	case ae.IsInvalid() && (len(ae.Diagnostics) == 0 || ae.Diagnostics[0].Path != "/activation_id"):
 		return settleAs(StatusFailed, ReasonSchema)
 	case ae.Code == kernel.CodeRuntimeState:
 		return settleAs(StatusFailed, ReasonTargetFinished)

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"net/http"
 
 	"github.com/agentbridge/bridge/platform/activation"
 	"github.com/agentbridge/bridge/platform/api"
@@ -115,7 +114,7 @@ func (s *Service) retire(ctx context.Context, tx *sql.Tx, env, activationID, by,
 // 429 capacity) and hides an internal one.
 func startProblem(err error) error {
 	var ae *api.Error
-	if errors.As(err, &ae) && ae.Status() != http.StatusInternalServerError {
+	if errors.As(err, &ae) && !ae.IsInternal() {
 		return ae
 	}
 	return err

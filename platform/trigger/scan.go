@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"net/http"
 	"sync"
 	"time"
 
@@ -111,7 +110,7 @@ func (s *Service) fire(ctx context.Context, id string, now time.Time) error {
 		return err
 	}
 	var ae *api.Error
-	if !errors.As(err, &ae) || ae.Status() == http.StatusTooManyRequests {
+	if !errors.As(err, &ae) || ae.IsCapacity() {
 		// Capacity or a transient failure: same occurrence next scan.
 		return err
 	}

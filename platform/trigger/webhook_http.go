@@ -90,7 +90,7 @@ func (s *Service) checkTarget(ctx context.Context, sc auth.Scope, activation str
 	if err == nil || !errors.As(err, &ae) {
 		return err
 	}
-	if ae.Status() == http.StatusConflict || (len(ae.Diagnostics) > 0 && ae.Diagnostics[0].Path == "/activation_id") {
+	if ae.IsConflict() || (len(ae.Diagnostics) > 0 && ae.Diagnostics[0].Path == "/activation_id") {
 		return err
 	}
 	return nil

@@ -21,11 +21,48 @@ import (
 // bounds how long a body may take to arrive (listen.body-read-timeout, see
 // daemon/body.go); a body cut by that deadline is answered 408.
 
-// bodyBudget counts the bytes that webhook body buffers hold.
+// bodyBudget counts the bytes that webhook body buffers hold, and keeps
+// buffers of the sizes readAll grows through for reuse: a body whose
+// request was acknowledged (its copy is durable on the broker) goes back
+// to pools, so a warmed-up daemon reads bodies of up to 64 KiB without
+// allocating (BENCHMARKS.md, "The chat turn and the ingest
+// acknowledgement").
 type bodyBudget struct {
 	mu    sync.Mutex
 	used  int64
 	limit int64
+	pools [bodyPoolClasses]sync.Pool // of *[]byte with capacity firstBodyChunk<<class
+}
+
+// bodyPoolClasses: pooled capacities are 512 B, 1 KiB, ... 64 KiB.
+const bodyPoolClasses = 8
+
+// poolClass is the pool of buffers of capacity c, if c has one.
+func poolClass(c int) (int, bool) {
+	for k := range bodyPoolClasses {
+		if c == firstBodyChunk<<k {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+// buffer returns an empty buffer of capacity n, from its pool if it has one.
+func (b *bodyBudget) buffer(n int) []byte {
+	if k, ok := poolClass(n); ok {
+		if p, _ := b.pools[k].Get().(*[]byte); p != nil {
+			return (*p)[:0]
+		}
+	}
+	return make([]byte, 0, n)
+}
+
+// recycle gives buf back for reuse. Nothing may use buf afterwards.
+func (b *bodyBudget) recycle(buf []byte) {
+	if k, ok := poolClass(cap(buf)); ok {
+		buf = buf[:0]
+		b.pools[k].Put(&buf)
+	}
 }
 
 // take reserves n bytes, or reports false when that would pass the limit.
@@ -93,8 +130,9 @@ func (b *bodyBudget) readAll(body io.Reader, declared, limit int64) (buf []byte,
 				return buf, held, errBodyBudget
 			}
 			held += grow
-			nb := make([]byte, len(buf), next)
+			nb := b.buffer(next)[:len(buf)]
 			copy(nb, buf)
+			b.recycle(buf)
 			buf = nb
 		}
 		n, rerr := body.Read(buf[len(buf):cap(buf)])

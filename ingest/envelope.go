@@ -182,7 +182,13 @@ func clip(s string, n int) string {
 
 // headers renders the envelope's attributes as broker headers.
 func (e *Envelope) headers() map[string]string {
-	h := make(map[string]string, 10+len(e.Header))
+	// Room for every attribute (up to 18) and header: a map that grows
+	// while being filled allocates twice.
+	return e.putHeaders(make(map[string]string, 18+len(e.Header)))
+}
+
+// putHeaders adds the envelope's attributes to the empty map h.
+func (e *Envelope) putHeaders(h map[string]string) map[string]string {
 	h[hSpecVersion] = "1.0"
 	h[hID] = e.ID
 	h[hSource] = "/api/v1/webhook/" + e.Provider

@@ -56,6 +56,7 @@ type Service struct {
 	verifiers      map[string]verify.Verifier
 	cursors        *httpx.Cursors
 	budget         *bodyBudget
+	headerMaps     sync.Pool // map[string]string of published envelopes, emptied (accept)
 	headers        *headerPolicy
 	done           chan struct{} // closed by Close: ends streams
 

@@ -152,6 +152,26 @@ type Bolt struct {
 	flushMu sync.Mutex // serialises offset flushes
 
 	commits atomic.Int64 // publish transactions, to observe group commit
+
+	// recs recycles record buffers (*[]byte): a record is garbage once its
+	// transaction has committed, and webhook ingest publishes one per
+	// request (BENCHMARKS.md, "The chat turn and the ingest acknowledgement").
+	recs sync.Pool
+}
+
+// maxPooledRecord bounds the record buffers kept for reuse.
+const maxPooledRecord = 64 << 10
+
+// Commits reports how many publish transactions have committed: with
+// concurrent publishers, fewer than Publish calls (group commit).
+func (b *Bolt) Commits() int64 { return b.commits.Load() }
+
+// recordBuffer returns an empty buffer of at least n bytes.
+func (b *Bolt) recordBuffer(n int) []byte {
+	if p, _ := b.recs.Get().(*[]byte); p != nil && cap(*p) >= n {
+		return (*p)[:0]
+	}
+	return make([]byte, 0, max(n, 4<<10))
 }
 
 // topicState is the in-memory view of a topic's log bounds.
@@ -244,7 +264,7 @@ func (b *Bolt) Publish(ctx context.Context, msgs ...Message) error {
 		if err := ValidateTopic(m.Topic); err != nil {
 			return fmt.Errorf("broker: publish: %w", err)
 		}
-		rec := encodeRecord(m, ts)
+		rec := appendRecord(b.recordBuffer(encodedSize(m)), m, ts)
 		if len(rec) > b.opts.MaxMessageBytes {
 			return fmt.Errorf("broker: publish %s: %w: %d bytes > %d", m.Topic, ErrMessageTooLarge, len(rec), b.opts.MaxMessageBytes)
 		}
@@ -259,6 +279,12 @@ func (b *Bolt) Publish(ctx context.Context, msgs ...Message) error {
 	}
 	select {
 	case err := <-req.done:
+		// The transaction is over: bbolt no longer holds the records.
+		for _, rec := range req.recs {
+			if cap(rec) <= maxPooledRecord {
+				b.recs.Put(&rec)
+			}
+		}
 		return err
 	case <-ctx.Done():
 		return fmt.Errorf("broker: publish: %w", ctx.Err())

@@ -39,7 +39,12 @@ func encodedSize(m *Message) int {
 }
 
 func encodeRecord(m *Message, ts time.Time) []byte {
-	b := make([]byte, 0, encodedSize(m))
+	return appendRecord(make([]byte, 0, encodedSize(m)), m, ts)
+}
+
+// appendRecord appends m's record to b (encodedSize(m) bytes of capacity
+// is always enough).
+func appendRecord(b []byte, m *Message, ts time.Time) []byte {
 	b = append(b, codecVersion)
 	b = binary.AppendVarint(b, ts.UnixNano())
 	b = appendString(b, m.Key)

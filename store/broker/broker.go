@@ -20,7 +20,9 @@ type Message struct {
 }
 
 // Publisher appends messages to topics. When Publish returns nil every message
-// is durable: it survives a crash or SIGKILL of the process.
+// is durable: it survives a crash or SIGKILL of the process. Publish keeps no
+// reference to the messages' memory once it has returned: the caller may
+// reuse their values and header maps (ingest recycles its body buffers).
 type Publisher interface {
 	Publish(ctx context.Context, msgs ...Message) error
 }

@@ -73,7 +73,18 @@ func runPath(sc auth.Scope, id string) string {
 }
 
 // start serves POST E/runs.
-func (s *Service) start(c *api.Call) error { return s.startRun(c, "") }
+func (s *Service) start(c *api.Call) error {
+	var req StartRequest
+	if err := c.Decode(&req); err != nil {
+		return err
+	}
+	sc := c.PathScope()
+	rs, err := s.Start(c.Context(), sc, req, c.Caller.Principal.ID, StartOptions{Files: FileAccess{Environment: mayReadFiles(c, sc)}})
+	if err != nil {
+		return err
+	}
+	return s.commitStart(c, rs)
+}
 
 // retry serves POST E/runs/{run}/retry.
 func (s *Service) retry(c *api.Call) error {
@@ -81,31 +92,31 @@ func (s *Service) retry(c *api.Call) error {
 	if err != nil {
 		return err
 	}
-	if err := c.Authorize(auth.CapRunStart, c.PathScope()); err != nil {
+	sc := c.PathScope()
+	if err := c.Authorize(auth.CapRunStart, sc); err != nil {
 		return err
 	}
-	return s.startRun(c, id)
-}
-
-// startRun starts a run, the retry of parent when parent is not "" (see
-// planStart and commitStart, shared with StartActivated).
-func (s *Service) startRun(c *api.Call, parent string) error {
 	var req StartRequest
 	if err := c.Decode(&req); err != nil {
 		return err
 	}
-	ctx, sc, by := c.Context(), c.PathScope(), c.Caller.Principal.ID
-	pl, err := s.planStart(ctx, sc, req, parent)
+	rs, err := s.Retry(c.Context(), sc, id, req, c.Caller.Principal.ID, StartOptions{Files: FileAccess{Environment: mayReadFiles(c, sc)}})
 	if err != nil {
 		return err
 	}
-	pl.files = FileAccess{Environment: mayReadFiles(c, sc)}
+	return s.commitStart(c, rs)
+}
+
+// commitStart commits rs in the idempotent transaction of c and answers
+// the new run (201, its Location and ETag).
+func (s *Service) commitStart(c *api.Call, rs *RunStart) error {
+	ctx, sc := c.Context(), c.PathScope()
 	return c.Commit(func(tx *sql.Tx) (*api.Result, error) {
-		run, err := s.commitStart(ctx, tx, pl, by)
+		run, err := rs.Commit(ctx, tx)
 		if err != nil {
 			return nil, err
 		}
-		return &api.Result{Body: view(run, pl.p), Revision: run.State.Seq, Location: runPath(sc, run.ID)}, nil
+		return &api.Result{Body: run, Revision: run.AcceptedSequence, Location: runPath(sc, run.ID)}, nil
 	}, s.notify)
 }
 

@@ -14,24 +14,65 @@ import (
 	"github.com/agentbridge/bridge/store"
 )
 
-// startPlan is a validated run start and what it read before its
-// transaction: POST E/runs, its retry and StartActivated share it.
-type startPlan struct {
+// StartOptions are the parts of a run start that are not in its request
+// body.
+type StartOptions struct {
+	// Files says which files the input may refer to: the starter's (the
+	// HTTP routes: every file of the environment with file.read); the
+	// zero value allows none but the run's own.
+	Files FileAccess
+	// Test marks the run a test run (step tests and draft test
+	// activations): run lists leave it out unless include_test=true.
+	Test bool
+	// StringInputs: the caller can only send strings (the bridge's
+	// workflow runs); a string given for a property the input schema
+	// types otherwise is parsed as JSON first (kernel CoerceStringInput).
+	StringInputs bool
+}
+
+// RunStart is a run start that Start or Retry checked and admitted, and
+// whose activation, merged input and program they read, all outside the
+// single writer: admission may itself write (the first compatibility
+// scan of a project), and the writer is held only for Commit. Every run
+// start goes through it: POST E/runs and its retry (runs_http.go),
+// schedules, webhook triggers, provider sources and step tests
+// (StartActivation), the bridge's workflow runs (StartActivated).
+type RunStart struct {
+	s      *Service
 	sc     auth.Scope
 	req    StartRequest
+	by     string
 	parent string
+	opts   StartOptions
 	input  json.RawMessage
 	a      activationInfo
 	p      *program
-	// test marks the run a test run (LocalStart.Test).
-	test bool
-	// files says which files the input may refer to (the starter's).
-	files FileAccess
 }
 
-// planStart validates a start of req in sc (the retry of parent when parent
-// is not "") and reads the activation, the merged input and the program.
-func (s *Service) planStart(ctx context.Context, sc auth.Scope, req StartRequest, parent string) (*startPlan, error) {
+// Start checks a start of a run of req.ActivationID in environment sc for
+// principal by (created_by) and reads what it needs; nothing is written
+// until the answer's Commit. Refusals are engine.Error codes:
+// PF-VALIDATION for the body (an unknown activation at /activation_id, an
+// input that is not an object or over 1 MiB), PF-NOT-FOUND without the
+// environment, PF-CONFLICT for a retired activation; the admission's own
+// refusal (SetAdmission) passes unchanged.
+func (s *Service) Start(ctx context.Context, sc auth.Scope, req StartRequest, by string, opts StartOptions) (*RunStart, error) {
+	return s.planStart(ctx, sc, req, by, "", opts)
+}
+
+// Retry checks a retry of run runID of environment sc as a new run of req
+// (parent_run_id = runID) for principal by, like Start; the retried run
+// is unchanged. PF-NOT-FOUND when the environment has no such run; a run
+// that has not ended is refused by Commit (PF-RUNTIME-STATE), in the
+// transaction that would create the new run.
+func (s *Service) Retry(ctx context.Context, sc auth.Scope, runID string, req StartRequest, by string, opts StartOptions) (*RunStart, error) {
+	return s.planStart(ctx, sc, req, by, runID, opts)
+}
+
+// planStart validates a start of req in sc (the retry of parent when
+// parent is not "") and reads the activation, the merged input and the
+// program.
+func (s *Service) planStart(ctx context.Context, sc auth.Scope, req StartRequest, by, parent string, opts StartOptions) (*RunStart, error) {
 	input, err := checkStart(&req)
 	if err != nil {
 		return nil, err
@@ -63,15 +104,32 @@ func (s *Service) planStart(ctx context.Context, sc auth.Scope, req StartRequest
 	if err != nil {
 		return nil, err
 	}
-	return &startPlan{sc: sc, req: req, parent: parent, input: input, a: a, p: p}, nil
+	if opts.StringInputs {
+		if input, err = p.p.CoerceStringInput(input); err != nil {
+			return nil, invalid("/input", "%v", err)
+		}
+	}
+	return &RunStart{s: s, sc: sc, req: req, by: by, parent: parent, opts: opts, input: input, a: a, p: p}, nil
 }
 
-// commitStart creates the run of pl in tx with created_by = by: the
-// activation is checked again, the started event applied and the run's
-// inline work done. A refusal of the kernel (input schema, capacity) is a
-// problem.
-func (s *Service) commitStart(ctx context.Context, tx *sql.Tx, pl *startPlan, by string) (runRow, error) {
-	sc, req, parent := pl.sc, pl.req, pl.parent
+// Commit creates the run in tx (see within for tx): the activation is
+// checked again (and a retried run's end), the started event applied and
+// the run's inline work done. A refusal of the kernel (input schema,
+// capacity) is an engine.Error of its code.
+func (rs *RunStart) Commit(ctx context.Context, tx *sql.Tx) (Run, error) {
+	var out Run
+	err := rs.s.within(ctx, tx, func(tx *sql.Tx) error {
+		run, err := rs.commit(ctx, tx)
+		if err == nil {
+			out = view(run, rs.p)
+		}
+		return err
+	})
+	return out, err
+}
+
+func (rs *RunStart) commit(ctx context.Context, tx *sql.Tx) (runRow, error) {
+	s, sc, req, parent := rs.s, rs.sc, rs.req, rs.parent
 	if _, err := readActivation(ctx, tx, sc.Environment, req.ActivationID); err != nil {
 		return runRow{}, err
 	}
@@ -89,22 +147,30 @@ func (s *Service) commitStart(ctx context.Context, tx *sql.Tx, pl *startPlan, by
 	now := s.timestamp()
 	run := runRow{ID: s.newID(), Tenant: sc.Tenant, Project: sc.Project, Environment: sc.Environment, ActivationID: req.ActivationID,
 		ParentRunID: parentID, CorrelationKey: optional(req.CorrelationKey), BusinessKey: optional(req.BusinessKey),
-		CreatedAt: now, UpdatedAt: now, CreatedBy: by, PublishedVersionID: pl.a.versionID, Test: pl.test}
+		CreatedAt: now, UpdatedAt: now, CreatedBy: rs.by, PublishedVersionID: rs.a.versionID, Test: rs.opts.Test}
 	if err := insertRun(ctx, tx, run); err != nil {
 		return runRow{}, err
 	}
-	input, err := s.attachFiles(ctx, tx, sc.Environment, run.ID, "/input", pl.input, pl.p.files.Input, pl.files)
+	input, err := s.attachFiles(ctx, tx, sc.Environment, run.ID, "/input", rs.input, rs.p.files.Input, rs.opts.Files)
 	if err != nil {
 		return runRow{}, err
 	}
-	_, work, err := s.applyWork(ctx, tx, &run, pl.p, kernel.Event{Kind: kernel.EventStarted, RunID: run.ID, Input: input})
+	_, work, err := s.applyWork(ctx, tx, &run, rs.p, kernel.Event{Kind: kernel.EventStarted, RunID: run.ID, Input: input})
 	if err != nil {
 		return runRow{}, refusal(err)
 	}
-	if err := s.inline(ctx, tx, &run, pl.p, work); err != nil {
+	if err := s.inline(ctx, tx, &run, rs.p, work); err != nil {
 		return runRow{}, err
 	}
 	return run, nil
+}
+
+// check answers the refusal the kernel would give the start now (nil when
+// it would start), without starting anything.
+func (rs *RunStart) check() error {
+	_, _, err := kernel.Step(rs.p.p, kernel.State{}, kernel.Event{Kind: kernel.EventStarted, ID: "check", RunID: "check", Seq: 1,
+		At: rs.s.timestamp(), Input: rs.input})
+	return refusal(err)
 }
 
 // Errors of StartActivated and ReadRun; they wrap a message for people.
@@ -162,7 +228,7 @@ type RunInfo struct {
 }
 
 // StartActivated starts a run of the newest active activation of a
-// workflow, with the same code as POST E/runs. Errors wrap
+// workflow through Start, as POST E/runs does. Errors wrap
 // ErrWorkflowNotPublished, ErrNoActiveActivation or ErrInvalidInput, or are
 // internal.
 func (s *Service) StartActivated(ctx context.Context, st LocalStart) (RunInfo, error) {
@@ -171,16 +237,11 @@ func (s *Service) StartActivated(ctx context.Context, st LocalStart) (RunInfo, e
 	if err != nil {
 		return RunInfo{}, err
 	}
-	pl, err := s.planStart(ctx, sc, StartRequest{ActivationID: id, Input: st.Input}, "")
+	rs, err := s.Start(ctx, sc, StartRequest{ActivationID: id, Input: st.Input}, st.By, StartOptions{Test: st.Test, StringInputs: st.StringInputs})
 	if err != nil {
 		return RunInfo{}, localError(err)
 	}
-	if st.StringInputs {
-		if pl.input, err = pl.p.p.CoerceStringInput(pl.input); err != nil {
-			return RunInfo{}, localError(api.Invalid("/input", "%v", err))
-		}
-	}
-	info, err := s.commitLocal(ctx, pl, st, st.WorkflowID, version)
+	info, err := s.commitLocal(ctx, rs, st, st.WorkflowID, version)
 	if err != nil {
 		return RunInfo{}, localError(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 
 	"github.com/agentbridge/bridge/platform/auth"
-	"github.com/agentbridge/bridge/platform/kernel"
 )
 
 // This file serves platform/trigger: run starts of one activation made by
@@ -14,32 +13,32 @@ import (
 // configured, and the scheduler phases other packages add to the loop.
 
 // StartActivation starts a run of the activation st.ActivationID of the
-// environment st.Scope, with the same code as POST E/runs (st.WorkflowID
+// environment st.Scope through Start, as POST E/runs does (st.WorkflowID
 // and st.Version are ignored). Refusals are that route's problems
 // (*api.Error): 422 PF-VALIDATION for an unknown activation or an input
 // the workflow refuses, 409 PF-CONFLICT for a retired activation, 429 for
 // a capacity refusal; other errors are internal.
 func (s *Service) StartActivation(ctx context.Context, st LocalStart) (RunInfo, error) {
-	pl, err := s.planStart(ctx, st.Scope, StartRequest{ActivationID: st.ActivationID, Input: st.Input}, "")
+	rs, err := s.Start(ctx, st.Scope, StartRequest{ActivationID: st.ActivationID, Input: st.Input}, st.By,
+		StartOptions{Test: st.Test, StringInputs: st.StringInputs})
 	if err != nil {
 		return RunInfo{}, asProblem(err)
 	}
-	info, err := s.commitLocal(ctx, pl, st, pl.p.p.ID(), pl.p.p.Version())
+	info, err := s.commitLocal(ctx, rs, st, rs.p.p.ID(), rs.p.p.Version())
 	return info, asProblem(err)
 }
 
-// commitLocal commits the start planned in pl for an in-process caller,
-// running st.Commit in the same transaction.
-func (s *Service) commitLocal(ctx context.Context, pl *startPlan, st LocalStart, workflowID string, version int) (RunInfo, error) {
-	sc := pl.sc
-	pl.test = st.Test
+// commitLocal commits rs for an in-process caller, running st.Commit in
+// the same transaction.
+func (s *Service) commitLocal(ctx context.Context, rs *RunStart, st LocalStart, workflowID string, version int) (RunInfo, error) {
+	sc := rs.sc
 	var info RunInfo
 	err := s.db.WriteThen(ctx, func(tx *sql.Tx) error {
-		run, err := s.commitStart(ctx, tx, pl, st.By)
+		run, err := rs.Commit(ctx, tx)
 		if err != nil {
 			return err
 		}
-		info = RunInfo{Run: view(run, pl.p), TenantID: sc.Tenant, ProjectID: sc.Project, WorkflowID: workflowID,
+		info = RunInfo{Run: run, TenantID: sc.Tenant, ProjectID: sc.Project, WorkflowID: workflowID,
 			WorkflowVersion: version, Path: runPath(sc, run.ID)}
 		if st.Commit != nil {
 			return st.Commit(tx, info)
@@ -57,13 +56,11 @@ func (s *Service) commitLocal(ctx context.Context, pl *startPlan, st LocalStart,
 // starting anything: schedules and triggers check their configuration
 // with it when it is saved.
 func (s *Service) CheckStart(ctx context.Context, sc auth.Scope, activation string, input json.RawMessage) error {
-	pl, err := s.planStart(ctx, sc, StartRequest{ActivationID: activation, Input: input}, "")
+	rs, err := s.Start(ctx, sc, StartRequest{ActivationID: activation, Input: input}, "", StartOptions{})
 	if err != nil {
 		return asProblem(err)
 	}
-	_, _, err = kernel.Step(pl.p.p, kernel.State{}, kernel.Event{Kind: kernel.EventStarted, ID: "check", RunID: "check", Seq: 1,
-		At: s.timestamp(), Input: pl.input})
-	return asProblem(refusal(err))
+	return asProblem(rs.check())
 }
 
 // RedactInput answers input with the values the activation's workflow

@@ -106,3 +106,27 @@ func TestErrorTableMatchesTheDocs(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusalClass: the class of a refusal follows its code's row.
+func TestRefusalClass(t *testing.T) {
+	for _, c := range []struct {
+		err                                               *Error
+		capacity, invalid, conflict, serverSide, internal bool
+	}{
+		{Errorf("PF-OPERATION-CAPACITY", "full"), true, false, false, false, false},
+		{Errorf("PF-STEPTEST-BUSY", "busy"), true, false, false, false, false},
+		{Invalid("/a", "bad"), false, true, false, false, false},
+		{Errorf("PF-SCHEDULE-RANGE", "never"), false, true, false, false, false},
+		{StaleRevision(1, "stale"), false, false, false, false, false},
+		{Conflict(CodeConflict, "retired"), false, false, true, false, false},
+		{Errorf("PF-RUNTIME-STATE", "ended"), false, false, true, false, false},
+		{Errorf("PF-COMPATIBILITY", "later"), false, false, false, true, false},
+		{Errorf(CodeInternal, "boom"), false, false, false, true, true},
+		{Errorf("PF-UNLISTED", "?"), false, false, false, true, true},
+	} {
+		got := [5]bool{c.err.IsCapacity(), c.err.IsInvalid(), c.err.IsConflict(), c.err.IsServerSide(), c.err.IsInternal()}
+		if want := [5]bool{c.capacity, c.invalid, c.conflict, c.serverSide, c.internal}; got != want {
+			t.Errorf("%v: %v, want %v", c.err, got, want)
+		}
+	}
+}

@@ -29,7 +29,7 @@ func (e *Error) ProblemDetail() (string, []api.Diagnostic, map[string]string) {
 }
 
 // asProblem turns a coded engine error into the *api.Error it is answered
-// as, for the platform packages that inspect a refusal's status (source,
+// as, for the platform packages that ask a refusal's class (source,
 // steptest); other errors pass unchanged. The cause stays reachable with
 // errors.Is.
 func asProblem(err error) error {

@@ -34,7 +34,7 @@ func problem(err error) error {
 	if e.Path != "" {
 		pe.Diagnostics = []api.Diagnostic{{Code: e.Code, Message: e.Message, Path: e.Path}}
 	}
-	if pe.Status() == http.StatusTooManyRequests {
+	if pe.IsCapacity() {
 		pe.Headers = map[string]string{"Retry-After": "60"}
 	}
 	return pe

@@ -130,3 +130,47 @@ func TestRefusalClass(t *testing.T) {
 		}
 	}
 }
+
+// statusUsers are the platform files outside *_http.go, route tables and
+// this package that may name HTTP statuses, and why.
+var statusUsers = map[string]string{
+	"auth/idp.go":              "the identity provider's OAuth surface: its own table (oauthStatus) and the 200s it answers",
+	"auth/jwks.go":             "an HTTP client reading the key set's answer",
+	"engine/http_connector.go": "an HTTP client reading the called service's answer",
+}
+
+// TestDomainCodeChoosesNoStatus: outside *_http.go files (success
+// statuses), route tables and platform/api, platform code names no HTTP
+// status: it returns coded errors and errorTable chooses.
+func TestDomainCodeChoosesNoStatus(t *testing.T) {
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			if d != nil && d.IsDir() && filepath.Base(path) == "api" {
+				return filepath.SkipDir
+			}
+			return err
+		}
+		rel := filepath.ToSlash(strings.TrimPrefix(path, ".."+string(filepath.Separator)))
+		base := filepath.Base(path)
+		if !strings.HasSuffix(base, ".go") || strings.HasSuffix(base, "_test.go") || strings.HasSuffix(base, "_http.go") ||
+			base == "routes.go" || statusUsers[rel] != "" {
+			return nil
+		}
+		f, err := goparser.ParseFile(token.NewFileSet(), path, nil, goparser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok && strings.HasPrefix(sel.Sel.Name, "Status") {
+				if x, ok := sel.X.(*ast.Ident); ok && x.Name == "http" {
+					t.Errorf("%s names http.%s: return a coded error (platform/api/codes.go)", rel, sel.Sel.Name)
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -3,7 +3,7 @@
 // "Authentication", "Errors", "Limits", "Versioning", "Generic rules"),
 // built once for every platform route. What is the platform's own lives
 // here: access checks (Caller, Authenticator, Auditor), the PF- error table
-// and problem+json encoder (errors.go), pages and If-Match; the OpenAPI
+// (codes.go) and problem+json encoder (errors.go), pages and If-Match; the OpenAPI
 // generator, the idempotency store, strict decoding and cursors are the
 // toolkit's, shared with the other surfaces.
 //
@@ -38,7 +38,8 @@
 // authorized at that scope and the decision recorded (403 PF-FORBIDDEN);
 // undeclared query parameters are refused, and Idempotency-Key and If-Match
 // are checked (422 PF-VALIDATION, PF-IDEMPOTENCY, PF-ETAG). Handlers return
-// errors; WriteError is the one place that writes them, as
+// coded errors (no status: the table in codes.go gives it); WriteError is
+// the one place that writes them, as
 // application/problem+json with status, code, message, request_id and
 // diagnostics, never a cause's text (5xx causes are logged with the
 // request id).

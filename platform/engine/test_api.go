@@ -7,39 +7,21 @@ import (
 	"fmt"
 
 	"github.com/agentbridge/bridge/platform/auth"
-	"github.com/agentbridge/bridge/platform/kernel"
 )
 
 // This file serves platform/steptest: the in-process controls a step test
 // needs of its run (docs/platform-api.md, "Step tests and test
 // activations"), with the same code as the HTTP routes.
 
-// CancelRun cancels a run of the environment sc with reason, as POST
-// E/runs/{run}/cancel does; an ended run (or one whose deadline has
-// passed) is left as it is.
+// CancelRun cancels a run of the environment sc with reason through
+// Cancel, as POST E/runs/{run}/cancel does; an ended run (or one whose
+// deadline has passed: its due timer ends it) is left as it is, the
+// refusal (PF-RUNTIME-STATE) having changed nothing.
 func (s *Service) CancelRun(ctx context.Context, sc auth.Scope, runID, reason string) error {
-	return s.db.WriteThen(ctx, func(tx *sql.Tx) error {
-		r, err := s.getRun(ctx, tx, sc.Environment, runID)
-		if err != nil {
-			return err
-		}
-		if r.State.Status.Terminal() {
-			return nil
-		}
-		p, err := s.program(ctx, tx, r.Project, r.PublishedVersionID)
-		if err != nil {
-			return err
-		}
-		if _, err := s.apply(ctx, tx, &r, p, kernel.Event{Kind: kernel.EventCancelRequested, Reason: reason}); err != nil &&
-			!errors.Is(err, kernel.ErrNoChange) {
-			// A run whose deadline passed ends by its due timer (the
-			// loop applies it); there is nothing left to cancel.
-			if kernel.ErrorCode(err) != kernel.CodeRuntimeState {
-				return err
-			}
-		}
-		return nil
-	}, s.notify)
+	if _, err := s.Cancel(ctx, nil, sc, runID, reason); err != nil && !errors.Is(err, ErrRunState) {
+		return err
+	}
+	return nil
 }
 
 // PendingPerson is a human task of a run waiting for a person.

@@ -146,7 +146,9 @@ func (s *Service) waitChat(ctx context.Context, jw *jobWait) (Job, error) {
 	for {
 		_, done, final, changed := jw.since(0)
 		if done {
-			return s.refresh(final), nil
+			// final was read in the transaction that ended the turn (or
+			// paused or cancelled it): complete, no need to read it again.
+			return final, nil
 		}
 		select {
 		case <-ctx.Done():
@@ -175,14 +177,6 @@ func waitEnded(ctx context.Context) *chatError {
 			Msg: "the token's client was revoked while the completion ran; its job was cancelled unless another request waits for it"}
 	}
 	return &chatError{Code: "request_cancelled", Msg: "the request was cancelled"}
-}
-
-// refresh rereads a job so its usage and result are complete.
-func (s *Service) refresh(j Job) Job {
-	if fresh, err := s.getJob(context.Background(), s.db.Reader(), Principal{Owner: true}, j.ID); err == nil {
-		return fresh
-	}
-	return j
 }
 
 // model is the OpenAI Model object of a profile.

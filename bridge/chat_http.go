@@ -130,7 +130,6 @@ func (s *Service) streamChat(w http.ResponseWriter, run *ChatRun, id string, cre
 		}
 		seen += len(chunks)
 		if done {
-			final = s.refresh(final)
 			if err := chatOutcome(final); err != nil {
 				var ce *chatError
 				errors.As(err, &ce)

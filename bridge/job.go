@@ -404,6 +404,9 @@ func (s *Service) Control(ctx context.Context, p Principal, id string, act Actio
 	default:
 		return Job{}, errf(CodeInvalidRequest, "%s is not a control action", act)
 	}
+	if act == ActPause || act == ActCancel {
+		s.sched.flush(id)
+	}
 	job, err := s.change(ctx, p, id, act, func(tx *sql.Tx, j *Job, ev *pending) error {
 		now := s.now().UTC()
 		switch act {

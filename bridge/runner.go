@@ -28,11 +28,12 @@ type scheduler struct {
 
 	mu      sync.Mutex
 	running map[string]context.CancelCauseFunc
+	recs    map[string]*recorder // running turns' recorders
 	wg      sync.WaitGroup
 }
 
 func newScheduler(s *Service, slots int) *scheduler {
-	return &scheduler{s: s, slots: slots, wake: make(chan struct{}, 1), running: map[string]context.CancelCauseFunc{}}
+	return &scheduler{s: s, slots: slots, wake: make(chan struct{}, 1), running: map[string]context.CancelCauseFunc{}, recs: map[string]*recorder{}}
 }
 
 // kick asks the loop to look for queued work now.
@@ -139,7 +140,20 @@ func (sc *scheduler) reserve(id string) bool {
 func (sc *scheduler) release(id string) {
 	sc.mu.Lock()
 	delete(sc.running, id)
+	delete(sc.recs, id)
 	sc.mu.Unlock()
+}
+
+// flush queues what a running turn's recorder holds, so that a client's
+// pause or cancel, queued next, follows the agent's output before it in
+// the audit log.
+func (sc *scheduler) flush(jobID string) {
+	sc.mu.Lock()
+	r := sc.recs[jobID]
+	sc.mu.Unlock()
+	if r != nil {
+		r.flush()
+	}
 }
 
 // startNow starts a job whose creation is still being committed: its start
@@ -159,44 +173,76 @@ func (sc *scheduler) startNow(ctx context.Context, id string, created <-chan err
 	return started, createErr
 }
 
+// launched is what a turn's start transaction read: the job as started,
+// its next message and its last tool observation's seq.
+type launched struct {
+	job     Job
+	msg     string
+	hasMsg  bool
+	toolSeq int
+}
+
+// startCommit is the outcome of a turn's start commit (with its job's
+// creation, for a chat completion). The agent starts while it commits;
+// nothing of the turn is written before it is known to have committed.
+type startCommit struct {
+	done chan struct{}
+	err  error
+}
+
+func (c *startCommit) wait() error {
+	<-c.done
+	return c.err
+}
+
+// errStartFailed ends a turn whose start did not commit.
+var errStartFailed = errors.New("the turn's start was not committed")
+
 // launch moves a reserved job to running and runs its turn. Registering the
 // cancel function before the state changes means a pause or cancel that
 // sees the job running always finds it.
+//
+// The agent process starts as soon as the start transaction has run, while
+// it commits: the fsync overlaps the process start instead of preceding it
+// (BENCHMARKS.md, "The chat turn"). The turn writes nothing before the
+// commit is confirmed (its writes are queued after it on the same writer),
+// and a start that fails to commit kills the process and records nothing.
 func (sc *scheduler) launch(ctx context.Context, id string, created func() error) bool {
 	s := sc.s
 	turnCtx, cancel := context.WithCancelCause(ctx)
 	sc.mu.Lock()
 	sc.running[id] = cancel
 	sc.mu.Unlock()
-	var msg string
-	var hasMsg bool
-	var job Job
+	ran := make(chan launched, 1)
 	var ev pending
 	startErr := s.db.Go(ctx, func(tx *sql.Tx) error {
 		ev = pending{}
+		var l launched
 		var err error
-		job, err = s.changeTx(ctx, tx, &ev, Principal{Owner: true}, id, ActStart, func(tx *sql.Tx, j *Job, _ *pending) error {
+		l.job, err = s.changeTx(ctx, tx, &ev, Principal{Owner: true}, id, ActStart, func(tx *sql.Tx, j *Job, _ *pending) error {
 			if j.StartedAt == nil {
 				j.StartedAt = ptrTime(s.now().UTC())
 			}
 			j.FinishedAt = nil
 			var err error
-			msg, hasMsg, err = takeMessage(tx, *j)
+			l.msg, l.hasMsg, err = takeMessage(tx, *j)
 			return err
 		})
-		return err
-	}, func() { s.pub.enqueue(ev.events) })
-	err := <-startErr
-	if created != nil {
-		if cerr := created(); cerr != nil {
-			err = cerr
+		if err == nil {
+			l.toolSeq, err = lastToolSeq(ctx, tx, id)
 		}
-	}
-	if err != nil {
-		sc.release(id)
-		cancel(nil)
-		return false // paused or cancelled in between, or never created
-	}
+		if err != nil {
+			return err
+		}
+		// A transaction run again (store.DB.commitShared) reads the same:
+		// the first reading is the one the turn uses.
+		select {
+		case ran <- l:
+		default:
+		}
+		return nil
+	}, func() { s.pub.enqueue(ev.events) })
+	commit := &startCommit{done: make(chan struct{})}
 	sc.wg.Add(1)
 	go func() {
 		defer sc.wg.Done()
@@ -205,41 +251,66 @@ func (sc *scheduler) launch(ctx context.Context, id string, created func() error
 			cancel(nil)
 			sc.kick()
 		}()
-		sc.runTurn(ctx, turnCtx, job, msg, hasMsg)
+		var l launched
+		select {
+		case l = <-ran:
+		case <-commit.done:
+			select {
+			case l = <-ran:
+			default:
+				return // paused or cancelled in between, or never created
+			}
+		}
+		sc.runTurn(ctx, turnCtx, l, commit)
 	}()
+	err := <-startErr
+	if created != nil {
+		if cerr := created(); cerr != nil {
+			err = cerr
+		}
+	}
+	commit.err = err
+	close(commit.done)
+	if err != nil {
+		cancel(errStartFailed)
+		return false
+	}
 	return true
 }
 
 // runTurn gives the job's next pending message to the agent and records
 // everything until the turn ends.
-func (sc *scheduler) runTurn(daemonCtx, ctx context.Context, job Job, msg string, hasMsg bool) {
+func (sc *scheduler) runTurn(daemonCtx, ctx context.Context, l launched, commit *startCommit) {
 	s := sc.s
+	job := l.job
 	prof, ok := s.profiles[job.Profile]
-	if !ok {
-		s.finishTurn(job, ActFail, &JobError{Code: JobErrUnavailable, Message: fmt.Sprintf("profile %q is no longer configured", job.Profile)}, "", 0)
-		return
-	}
-	if !hasMsg {
+	if !ok || !l.hasMsg {
+		if commit.wait() != nil {
+			return
+		}
+		if !ok {
+			s.finishTurn(job, ActFail, &JobError{Code: JobErrUnavailable, Message: fmt.Sprintf("profile %q is no longer configured", job.Profile)}, "", nil)
+			return
+		}
 		// Nothing left to say (a paused turn that had already finished).
-		s.finishTurn(job, ActSucceed, nil, job.resultText, 0)
+		s.finishTurn(job, ActSucceed, nil, job.resultText, nil)
 		return
 	}
 	runCtx, cancelTimeout := context.WithTimeoutCause(ctx, s.cfg.JobTimeout.D(), errTimeout)
 	defer cancelTimeout()
 	watchCtx, cancelWatch := context.WithCancelCause(runCtx)
 	defer cancelWatch(nil)
-	rec, err := newRecorder(s, job)
-	if err != nil {
-		s.log.Error("start recording", "job", job.ID, "err", err)
-		return
-	}
+	rec := newRecorder(s, job, l.toolSeq, commit)
+	sc.mu.Lock()
+	sc.recs[job.ID] = rec
+	sc.mu.Unlock()
 	go watchdog(watchCtx, cancelWatch, &rec.lastActivity, s.cfg.InactivityTimeout.D())
 
 	workDir := job.WorkDir
 	if workDir == "" {
 		workDir = prof.workDir
 	}
-	req := provider.Request{Prompt: msg, WorkDir: workDir, SessionID: job.SessionID}
+	req := provider.Request{Prompt: l.msg, WorkDir: workDir, SessionID: job.SessionID}
 	req.Model, req.MaxTurns = agentStepOptions(job)
 	closeTools, err := s.openTurn(job, &req)
 	if err != nil {
@@ -249,34 +320,39 @@ func (sc *scheduler) runTurn(daemonCtx, ctx context.Context, job Job, msg string
 	prov := rec.resolve(prof.provider)
 	res, runErr := prov.Run(watchCtx, req, rec.emit)
 	rec.flushTools()
-	// The outcome is queued after the turn's events on the same writer, so
-	// it commits with or after them; waiting in between would cost an fsync.
+	// Writes queued before the outcome commit before it; wait for them
+	// whichever way the turn ends.
 	defer rec.wait()
 	cause := context.Cause(watchCtx)
+	if commit.wait() != nil {
+		return // the process was killed (errStartFailed); nothing is recorded
+	}
 
 	switch {
 	case daemonCtx.Err() != nil:
 		// Shutting down: leave the job running; the next start marks it
 		// interrupted, and nothing is written with a cancelled context.
-		return
+		// What the agent said is kept.
+		rec.flush()
 	case errors.Is(cause, errPaused):
-		s.requeueMessage(job) // the interrupted input runs again on resume
+		s.requeueMessage(job, rec.take()) // the interrupted input runs again on resume
 	case errors.Is(cause, errCancelled):
 		// Already cancelled by the request that stopped it.
+		rec.flush()
 	case errors.Is(cause, errTimeout):
-		s.finishTurn(job, ActFail, &JobError{Code: JobErrTimeout, Message: fmt.Sprintf("the turn ran longer than %s", s.cfg.JobTimeout.D())}, "", 0)
+		s.finishTurn(job, ActFail, &JobError{Code: JobErrTimeout, Message: fmt.Sprintf("the turn ran longer than %s", s.cfg.JobTimeout.D())}, "", rec.take())
 	case errors.Is(cause, errInactive):
-		s.finishTurn(job, ActFail, &JobError{Code: JobErrInactive, Message: fmt.Sprintf("the agent printed nothing for %s", s.cfg.InactivityTimeout.D())}, "", 0)
+		s.finishTurn(job, ActFail, &JobError{Code: JobErrInactive, Message: fmt.Sprintf("the agent printed nothing for %s", s.cfg.InactivityTimeout.D())}, "", rec.take())
 	case runErr != nil:
-		s.finishTurn(job, ActFail, runError(prov.Name(), runErr), "", 0)
+		s.finishTurn(job, ActFail, runError(prov.Name(), runErr), "", rec.take())
 	case res.Failure != "":
 		// The CLI's own words ("Not logged in · Please run /login") are
 		// not an answer: they go to the job error only.
-		s.finishTurn(job, ActFail, failureError(prov.Name(), res.Failure, res.Text), "", 0)
+		s.finishTurn(job, ActFail, failureError(prov.Name(), res.Failure, res.Text), "", rec.take())
 	case res.IsError:
-		s.finishTurn(job, ActFail, &JobError{Code: JobErrAgent, Message: excerpt(res.Text, 2000)}, res.Text, 0)
+		s.finishTurn(job, ActFail, &JobError{Code: JobErrAgent, Message: excerpt(res.Text, 2000)}, res.Text, rec.take())
 	default:
-		s.finishTurn(job, ActSucceed, nil, res.Text, 1)
+		s.finishTurn(job, ActSucceed, nil, res.Text, rec.take())
 	}
 }
 
@@ -334,8 +410,11 @@ func watchdog(ctx context.Context, cancel context.CancelCauseFunc, last *atomic.
 	}
 }
 
-func (s *Service) requeueMessage(job Job) {
-	err := s.db.Write(context.Background(), func(tx *sql.Tx) error {
+func (s *Service) requeueMessage(job Job, recorded []recordFn) {
+	err := s.write(context.Background(), func(tx *sql.Tx, ev *pending) error {
+		if err := s.recordEach(tx, ev, job.ID, recorded); err != nil {
+			return err
+		}
 		return undeliverLastMessage(tx, job)
 	})
 	if err != nil {
@@ -343,58 +422,76 @@ func (s *Service) requeueMessage(job Job) {
 	}
 }
 
-// finishTurn records a turn's outcome. When more messages wait, the job goes
-// back to the queue instead of ending.
-func (s *Service) finishTurn(job Job, act Action, jobErr *JobError, text string, _ int) {
+// finishTurn records a turn's outcome, in the same transaction as the
+// turn's last recorded writes (so one commit, not two, precedes a chat
+// completion's answer). When more messages wait, the job goes back to the
+// queue instead of ending.
+func (s *Service) finishTurn(job Job, act Action, jobErr *JobError, text string, recorded []recordFn) {
 	ctx := context.Background()
 	var final Job
+	var outcomeErr error
 	err := s.write(ctx, func(tx *sql.Tx, ev *pending) error {
-		cur, err := s.getJob(ctx, txq{tx}, Principal{Owner: true}, job.ID)
-		if err != nil {
+		if err := s.recordEach(tx, ev, job.ID, recorded); err != nil {
 			return err
 		}
-		if cur.State != StateRunning || cur.Attempt != job.Attempt {
-			// Paused or cancelled while the agent finished: keep what the
-			// client decided, but keep the answer too.
-			final = cur
-			return s.saveAssistant(tx, cur, text, ev)
-		}
-		waiting, err := pendingMessages(tx, cur)
-		if err != nil {
+		var lost error
+		outcomeErr, lost = inSavepoint(tx, ev, func(tx *sql.Tx, ev *pending) error {
+			var err error
+			final, err = s.saveOutcome(ctx, tx, ev, job, act, jobErr, text)
 			return err
-		}
-		if act == ActSucceed && waiting > 0 {
-			act = ActRequeue
-		}
-		from := cur.State
-		if cur.State, err = Next(cur.State, act); err != nil {
-			return err
-		}
-		cur.UpdatedAt = s.now().UTC()
-		cur.LastError = jobErr
-		if text != "" || act != ActSucceed {
-			cur.resultText = text
-		}
-		if cur.State.Terminal() {
-			cur.FinishedAt = ptrTime(cur.UpdatedAt)
-		}
-		if err := s.saveAssistant(tx, cur, text, ev); err != nil {
-			return err
-		}
-		if jobErr != nil {
-			if err := s.audit(tx, cur.ID, cur.Attempt, "job.error", jobErr, nil); err != nil {
-				return err
-			}
-		}
-		final = cur
-		return s.saveState(tx, &cur, from, act, ev)
+		})
+		return lost
 	})
+	if err == nil {
+		err = outcomeErr
+	}
 	if err != nil {
 		s.log.Error("record turn outcome", "job", job.ID, "err", err)
 		return
 	}
 	s.waiters.finish(final)
 	s.sched.kick()
+}
+
+// saveOutcome writes a turn's outcome and answers the job as it is now.
+func (s *Service) saveOutcome(ctx context.Context, tx *sql.Tx, ev *pending, job Job, act Action, jobErr *JobError, text string) (Job, error) {
+	cur, err := s.getJob(ctx, txq{tx}, Principal{Owner: true}, job.ID)
+	if err != nil {
+		return cur, err
+	}
+	if cur.State != StateRunning || cur.Attempt != job.Attempt {
+		// Paused or cancelled while the agent finished: keep what the
+		// client decided, but keep the answer too.
+		return cur, s.saveAssistant(tx, cur, text, ev)
+	}
+	waiting, err := pendingMessages(tx, cur)
+	if err != nil {
+		return cur, err
+	}
+	if act == ActSucceed && waiting > 0 {
+		act = ActRequeue
+	}
+	from := cur.State
+	if cur.State, err = Next(cur.State, act); err != nil {
+		return cur, err
+	}
+	cur.UpdatedAt = s.now().UTC()
+	cur.LastError = jobErr
+	if text != "" || act != ActSucceed {
+		cur.resultText = text
+	}
+	if cur.State.Terminal() {
+		cur.FinishedAt = ptrTime(cur.UpdatedAt)
+	}
+	if err := s.saveAssistant(tx, cur, text, ev); err != nil {
+		return cur, err
+	}
+	if jobErr != nil {
+		if err := s.audit(tx, cur.ID, cur.Attempt, "job.error", jobErr, nil); err != nil {
+			return cur, err
+		}
+	}
+	return cur, s.saveState(tx, &cur, from, act, ev)
 }
 
 // saveAssistant stores the agent's final answer of a turn as a message.
@@ -413,43 +510,156 @@ func (s *Service) saveAssistant(tx *sql.Tx, j Job, text string, ev *pending) err
 // recorder turns provider events into audit entries, tool observations,
 // usage and live events.
 //
-// It does not wait for each write: writes are queued in order and the turn's
-// outcome waits for the last one, so an agent's chatter costs one fsync per
-// group commit instead of one per line.
+// It does not wait for each write. It holds them for up to recordDelay and
+// then queues them as one write; the turn's outcome takes what is still
+// held into its own transaction. An agent's chatter thus costs one fsync
+// per group commit instead of one per line, and its last lines (answer,
+// usage, result) usually commit with the outcome: one fsync before a chat
+// completion's answer instead of two (BENCHMARKS.md, "The chat turn").
 type recorder struct {
 	s            *Service
 	job          Job
 	lastActivity atomic.Int64
 	tools        map[string]int // provider call id -> tool seq
 	toolSeq      int            // the job's last tool seq (one turn runs at a time)
-	last         <-chan error
+	start        *startCommit   // nothing is written before the turn's start commits
+
+	mu    sync.Mutex
+	held  []recordFn
+	timer *time.Timer
+	last  <-chan error
 }
 
-func newRecorder(s *Service, job Job) (*recorder, error) {
-	r := &recorder{s: s, job: job, tools: map[string]int{}}
+// recordFn is one recorded write of a turn.
+type recordFn func(tx *sql.Tx, ev *pending) error
+
+// recordDelay is how long the recorder holds a turn's writes: the audit
+// log and the event stream show the agent's output at most this much
+// later (the chat completion's stream is fed directly, not from them).
+const recordDelay = 20 * time.Millisecond
+
+// recordBatch bounds how many writes the recorder holds.
+const recordBatch = 256
+
+func newRecorder(s *Service, job Job, toolSeq int, start *startCommit) *recorder {
+	r := &recorder{s: s, job: job, tools: map[string]int{}, toolSeq: toolSeq, start: start}
 	r.lastActivity.Store(time.Now().UnixNano())
-	var err error
-	r.toolSeq, err = s.lastToolSeq(context.Background(), job.ID)
-	return r, err
+	return r
 }
 
-// write queues one recording transaction.
-func (r *recorder) write(fn func(tx *sql.Tx, ev *pending) error) {
+// write holds one recording write; it is queued within recordDelay.
+func (r *recorder) write(fn recordFn) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.held = append(r.held, fn)
+	switch {
+	case len(r.held) >= recordBatch:
+		r.queueLocked()
+	case r.timer == nil:
+		r.timer = time.AfterFunc(recordDelay, r.flush)
+	}
+}
+
+// flush queues the held writes now.
+func (r *recorder) flush() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.queueLocked()
+}
+
+// take hands the held writes to a caller that runs them, in order, at the
+// start of its own transaction (recordEach).
+func (r *recorder) take() []recordFn {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopTimerLocked()
+	held := r.held
+	r.held = nil
+	return held
+}
+
+func (r *recorder) stopTimerLocked() {
+	if r.timer != nil {
+		r.timer.Stop()
+		r.timer = nil
+	}
+}
+
+// queueLocked queues the held writes as one write, behind everything the
+// turn queued before; a turn whose start did not commit writes nothing.
+func (r *recorder) queueLocked() {
+	r.stopTimerLocked()
+	held := r.held
+	r.held = nil
+	if len(held) == 0 || r.start.wait() != nil {
+		return
+	}
 	var ev pending
 	r.last = r.s.db.Go(context.Background(), func(tx *sql.Tx) error {
 		ev = pending{}
-		return fn(tx, &ev)
+		return r.s.recordEach(tx, &ev, r.job.ID, held)
 	}, func() { r.s.pub.enqueue(ev.events) })
 }
 
 // wait blocks until everything queued so far is committed.
 func (r *recorder) wait() {
-	if r.last != nil {
-		if err := <-r.last; err != nil {
+	r.mu.Lock()
+	last := r.last
+	r.last = nil
+	r.mu.Unlock()
+	if last != nil {
+		if err := <-last; err != nil {
 			r.s.log.Error("record agent events", "job", r.job.ID, "err", err)
 		}
-		r.last = nil
 	}
+}
+
+// recordEach runs a turn's recorded writes in order, each in a savepoint
+// of its own: one that fails is logged and undone alone, as if it had been
+// a write of its own. It fails only when the transaction itself is gone.
+func (s *Service) recordEach(tx *sql.Tx, ev *pending, jobID string, fns []recordFn) error {
+	for _, fn := range fns {
+		err, lost := inSavepoint(tx, ev, fn)
+		if lost != nil {
+			return lost
+		}
+		if err != nil {
+			s.log.Error("record agent events", "job", jobID, "err", err)
+		}
+	}
+	return nil
+}
+
+// inSavepoint runs fn in a savepoint of tx and undoes it (its events too)
+// when it fails. lost is the error of a savepoint that could not be made,
+// released or rolled back: the transaction is then unusable.
+func inSavepoint(tx *sql.Tx, ev *pending, fn recordFn) (err, lost error) {
+	mark := len(ev.events)
+	if _, err := tx.Exec("SAVEPOINT turn"); err != nil {
+		return nil, fmt.Errorf("savepoint: %w", err)
+	}
+	if err = callRecorded(tx, ev, fn); err != nil {
+		ev.events = ev.events[:mark]
+		if _, rbErr := tx.Exec("ROLLBACK TO turn; RELEASE turn"); rbErr != nil {
+			return err, fmt.Errorf("roll back to savepoint: %w", rbErr)
+		}
+		return err, nil
+	}
+	if _, err := tx.Exec("RELEASE turn"); err != nil {
+		return nil, fmt.Errorf("release savepoint: %w", err)
+	}
+	return nil, nil
+}
+
+// callRecorded turns a panic of one recorded write into its error, so it
+// costs only that write, not the turn's others.
+func callRecorded(tx *sql.Tx, ev *pending, fn recordFn) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("record write panicked: %v", p)
+		}
+	}()
+	return fn(tx, ev)
 }
 
 // resolve returns the provider this turn runs with. An auto profile looks

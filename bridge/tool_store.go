@@ -73,9 +73,9 @@ func (s *Service) toolBySeq(ctx context.Context, jobID string, seq uint64) (Tool
 }
 
 // lastToolSeq is the job's highest tool seq (0 without any).
-func (s *Service) lastToolSeq(ctx context.Context, jobID string) (int, error) {
+func lastToolSeq(ctx context.Context, q store.Querier, jobID string) (int, error) {
 	var n int
-	err := s.db.Reader().QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM bridge_tools WHERE job_id = ?`, jobID).Scan(&n)
+	err := q.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM bridge_tools WHERE job_id = ?`, jobID).Scan(&n)
 	return n, err
 }
 

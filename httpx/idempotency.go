@@ -28,8 +28,15 @@ const MaxIdempotencyKeyLen = 200
 // IdempotencyTable names a surface's table and columns. Owner, Scope and
 // Key form the primary key; Created holds the commit time as Time encodes
 // it (and must sort in time order); Headers is optional ("": none).
+//
+// A compact table (ID set) has no owner and scope columns: its primary key
+// ID holds IdempotencyID(owner, scope, key), and its answers are stored
+// with the owner and the scope's path (and the path's long segments, such
+// as the ids in it) replaced by one-byte references, since run views and
+// Location headers repeat them (docs/retention.md).
 type IdempotencyTable struct {
 	Name    string
+	ID      string // compact tables: the hash key (BLOB); Owner and Scope are then unused
 	Owner   string // the principal or client the key belongs to
 	Scope   string // method and concrete path
 	Key     string
@@ -88,6 +95,15 @@ func NewIdempotency(t IdempotencyTable, retention func() time.Duration, now func
 		hdrSet = ", " + t.Headers + " = excluded." + t.Headers
 	}
 	s := &Idempotency{t: t, retention: retention, now: now}
+	if t.ID != "" {
+		s.lookup = fmt.Sprintf(`SELECT %s, %s, %s%s FROM %s WHERE %s = ? AND %s = ? AND %s >= ?`,
+			t.Hash, t.Status, t.Body, hdrSel, t.Name, t.ID, t.Key, t.Created)
+		s.save = fmt.Sprintf(`INSERT INTO %s(%s, %s, %s, %s, %s%s, %s) VALUES (?, ?, ?, ?, ?%s, ?)
+		ON CONFLICT (%s) DO UPDATE SET %s = excluded.%s, %s = excluded.%s, %s = excluded.%s, %s = excluded.%s%s, %s = excluded.%s`,
+			t.Name, t.ID, t.Key, t.Hash, t.Status, t.Body, hdrCol, t.Created, hdrVal,
+			t.ID, t.Key, t.Key, t.Hash, t.Hash, t.Status, t.Status, t.Body, t.Body, hdrSet, t.Created, t.Created)
+		return s
+	}
 	s.lookup = fmt.Sprintf(`SELECT %s, %s, %s%s FROM %s WHERE %s = ? AND %s = ? AND %s = ? AND %s >= ?`,
 		t.Hash, t.Status, t.Body, hdrSel, t.Name, t.Owner, t.Scope, t.Key, t.Created)
 	// ON CONFLICT replaces an expired record under the same key.
@@ -107,7 +123,13 @@ func (s *Idempotency) Lookup(ctx context.Context, q store.Querier, owner, scope,
 	var rec IdemRecord
 	var body []byte
 	var hdr string
-	err := q.QueryRowContext(ctx, s.lookup, owner, scope, key, s.t.Time(s.Cutoff())).Scan(&rec.Hash, &rec.Status, &body, &hdr)
+	args := []any{owner, scope, key, s.t.Time(s.Cutoff())}
+	var refs []string
+	if s.t.ID != "" {
+		refs = answerRefs(owner, scope)
+		args = []any{IdempotencyID(owner, scope, key), key, s.t.Time(s.Cutoff())}
+	}
+	err := q.QueryRowContext(ctx, s.lookup, args...).Scan(&rec.Hash, &rec.Status, &body, &hdr)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -117,8 +139,15 @@ func (s *Idempotency) Lookup(ctx context.Context, q store.Querier, owner, scope,
 	if rec.Body, err = store.Unpack(body); err != nil {
 		return nil, fmt.Errorf("read idempotency record: %w", err)
 	}
+	if rec.Body, err = expandAnswer(rec.Body, refs); err != nil {
+		return nil, fmt.Errorf("read idempotency record: %w", err)
+	}
 	if hdr != "" {
-		if err := json.Unmarshal([]byte(hdr), &rec.Headers); err != nil {
+		raw, err := expandAnswer([]byte(hdr), refs)
+		if err != nil {
+			return nil, fmt.Errorf("read idempotency record: %w", err)
+		}
+		if err := json.Unmarshal(raw, &rec.Headers); err != nil {
 			return nil, fmt.Errorf("read idempotency record: %w", err)
 		}
 	}
@@ -133,6 +162,11 @@ func (s *Idempotency) Lookup(ctx context.Context, q store.Querier, owner, scope,
 // committed.
 func (s *Idempotency) Save(ctx context.Context, tx *sql.Tx, owner, scope, key string, rec IdemRecord) error {
 	args := []any{owner, scope, key, rec.Hash, rec.Status, store.Pack(rec.Body)}
+	var refs []string
+	if s.t.ID != "" {
+		refs = answerRefs(owner, scope)
+		args = []any{IdempotencyID(owner, scope, key), key, rec.Hash, rec.Status, store.Pack(compactAnswer(rec.Body, refs))}
+	}
 	if s.t.Headers != "" {
 		hdr, err := json.Marshal(rec.Headers)
 		if err != nil {
@@ -141,7 +175,7 @@ func (s *Idempotency) Save(ctx context.Context, tx *sql.Tx, owner, scope, key st
 		if rec.Headers == nil {
 			hdr = []byte("{}")
 		}
-		args = append(args, string(hdr))
+		args = append(args, string(compactAnswer(hdr, refs)))
 	}
 	args = append(args, s.t.Time(s.now()))
 	if _, err := tx.ExecContext(ctx, s.save, args...); err != nil {
@@ -156,7 +190,11 @@ func (s *Idempotency) PruneTx(ctx context.Context, tx *sql.Tx, cutoff time.Time,
 	t := s.t
 	q := fmt.Sprintf(`DELETE FROM %s WHERE %s < ?`, t.Name, t.Created)
 	args := []any{t.Time(cutoff)}
-	if limit > 0 {
+	if limit > 0 && t.ID != "" {
+		q = fmt.Sprintf(`DELETE FROM %s WHERE %s IN (SELECT %s FROM %s WHERE %s < ? LIMIT ?)`,
+			t.Name, t.ID, t.ID, t.Name, t.Created)
+		args = append(args, limit)
+	} else if limit > 0 {
 		// Row values, not rowid: a table may be WITHOUT ROWID.
 		q = fmt.Sprintf(`DELETE FROM %s WHERE (%s, %s, %s) IN (SELECT %s, %s, %s FROM %s WHERE %s < ? LIMIT ?)`,
 			t.Name, t.Owner, t.Scope, t.Key, t.Owner, t.Scope, t.Key, t.Name, t.Created)

@@ -166,6 +166,9 @@ func Open(ctx context.Context, path string, migs []Migration, opts Options) (*DB
 // openPool opens a pool of connections to the database of dsn whose
 // connections keep their prepared statements (stmtcache.go).
 func openPool(dsn string) (*sql.DB, error) {
+	if err := registerFuncs(); err != nil {
+		return nil, fmt.Errorf("store: register SQL functions: %w", err)
+	}
 	c, err := newCachingConnector(dsn, stmtCacheSize)
 	if err != nil {
 		return nil, err

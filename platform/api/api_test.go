@@ -91,9 +91,21 @@ type env struct {
 // newEnv starts the test API; mods adjust its options (clock, retention).
 func newEnv(t testing.TB, mods ...func(*api.Options)) *env {
 	t.Helper()
-	migs := append(platform.Migrations(), store.Migration{Version: 900, Name: "0900_things",
-		SQL: `CREATE TABLE things (id INTEGER PRIMARY KEY AUTOINCREMENT, tenant TEXT NOT NULL, name TEXT NOT NULL)`})
-	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), migs, store.Options{})
+	return newEnvAt(t, filepath.Join(t.TempDir(), "t.db"), mods...)
+}
+
+// thingsMigration is the test API's own table.
+var thingsMigration = store.Migration{Version: 900, Name: "0900_things",
+	SQL: `CREATE TABLE things (id INTEGER PRIMARY KEY AUTOINCREMENT, tenant TEXT NOT NULL, name TEXT NOT NULL)`}
+
+// newEnvAt is newEnv on the database at path (created, or migrated).
+func newEnvAt(t testing.TB, path string, mods ...func(*api.Options)) *env {
+	t.Helper()
+	migs := append(platform.Migrations(), thingsMigration)
+	if _, err := store.Migrate(context.Background(), path, migs); err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(context.Background(), path, migs, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

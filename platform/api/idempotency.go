@@ -17,10 +17,12 @@ import (
 const MaxIdempotencyKeyLen = httpx.MaxIdempotencyKeyLen
 
 // idempotencyTable is where the platform keeps its records (the
-// platform_idempotency table of the 0001_boot migration); the store is the
-// toolkit's one (httpx.Idempotency).
+// platform_idempotency table of the 0001_boot migration, compact since
+// 0034_idempotency_compact: keyed by httpx.IdempotencyID, answers stored
+// with references to their scope); the store is the toolkit's one
+// (httpx.Idempotency).
 var idempotencyTable = httpx.IdempotencyTable{
-	Name: "platform_idempotency", Owner: "principal_id", Scope: "scope", Key: "key",
+	Name: "platform_idempotency", ID: "id", Key: "key",
 	Hash: "request_hash", Status: "status", Body: "body", Headers: "headers", Created: "created_at",
 }
 

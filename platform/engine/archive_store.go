@@ -110,6 +110,18 @@ func packHistory(ctx context.Context, tx *sql.Tx, id string) (packed []byte, nEv
 			if err := rows.Scan(&e.Seq, &e.Kind, &e.Payload, &e.Records, &e.At); err != nil {
 				return err
 			}
+			// The archive keeps whole values (compact ones expanded,
+			// event_codec.go); one zstd frame compresses their repeats.
+			at := store.FromMillis(e.At)
+			payload, err := expandPayload([]byte(e.Payload), e.Seq, at, e.Kind)
+			if err != nil {
+				return err
+			}
+			records, err := expandRecords([]byte(e.Records), e.Seq, at)
+			if err != nil {
+				return err
+			}
+			e.Payload, e.Records = string(payload), string(records)
 			evs = append(evs, e)
 			return nil
 		}); err != nil {

@@ -127,6 +127,11 @@ func (s *Service) saveStep(ctx context.Context, tx *sql.Tx, id string, prev, st 
 	if err != nil {
 		return fmt.Errorf("engine: encode event: %w", err)
 	}
+	// An unsealed payload and the records are stored compact
+	// (event_codec.go); a sealed payload is stored whole.
+	if !sealed {
+		plain = compactPayload(plain, e.Seq, e.At, string(e.Kind))
+	}
 	payload, err := s.seal.maybe(sealed, plain, eventAD(id, e.Seq))
 	if err != nil {
 		return err
@@ -150,7 +155,7 @@ func (s *Service) saveStep(ctx context.Context, tx *sql.Tx, id string, prev, st 
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO platform_run_events(run_id, seq, kind, payload, records, at) VALUES (?, ?, ?, ?, ?, ?)`,
-		id, e.Seq, string(e.Kind), payload, string(recs), store.Millis(e.At)); err != nil {
+		id, e.Seq, string(e.Kind), payload, string(compactRecords(recs, e.Seq, e.At)), store.Millis(e.At)); err != nil {
 		return fmt.Errorf("engine: append event: %w", err)
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE platform_runs SET status = ?, state = ?, seq = ?, needs_work = ?, updated_at = ?
@@ -245,11 +250,19 @@ func (s *Service) listEvents(ctx context.Context, q store.Querier, id string, af
 		if err := rows.Scan(&e.Seq, &e.Kind, &payload, &records, &at); err != nil {
 			return nil, fmt.Errorf("engine: list events: %w", err)
 		}
+		e.At = store.FromMillis(at)
 		plain, err := s.seal.open(payload, eventAD(id, e.Seq))
+		if err == nil {
+			plain, err = expandPayload(plain, e.Seq, e.At, e.Kind)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("engine: event %d of run %s: %w", e.Seq, id, err)
 		}
-		e.Payload, e.Records, e.At = json.RawMessage(plain), json.RawMessage(records), store.FromMillis(at)
+		recs, err := expandRecords([]byte(records), e.Seq, e.At)
+		if err != nil {
+			return nil, fmt.Errorf("engine: event %d of run %s: %w", e.Seq, id, err)
+		}
+		e.Payload, e.Records = json.RawMessage(plain), json.RawMessage(recs)
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {

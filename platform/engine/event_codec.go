@@ -1,0 +1,185 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/agentbridge/bridge/store"
+)
+
+// Compact event rows (docs/retention.md, "Platform runs"). An accepted
+// event's payload and each of its history records repeat what the row
+// already holds: the payload starts with the event's seq, time and kind,
+// and every record names the event's seq and (nearly always) its time.
+// A compact value leaves those out and starts with compactMark, which no
+// JSON text (nor a sealed value) starts with; reading puts them back from
+// the row's seq, at and kind. A value is stored compact only when putting
+// them back gives its JSON byte for byte (checked when it is written), so
+// history, records and log lines read exactly as before. Values written
+// before, and sealed payloads, are stored whole and read as stored.
+const compactMark = '~'
+
+// eventPrefix is how the JSON of an event of seq, time at and kind starts.
+func eventPrefix(seq int64, at time.Time, kind string) ([]byte, error) {
+	t, err := json.Marshal(at)
+	if err != nil {
+		return nil, err
+	}
+	k, err := json.Marshal(kind)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, 64+len(k))
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendInt(b, seq, 10)
+	b = append(b, `,"at":`...)
+	b = append(b, t...)
+	b = append(b, `,"kind":`...)
+	b = append(b, k...)
+	return append(b, ','), nil
+}
+
+// rowTime is the event time as the row keeps it (milliseconds, UTC).
+func rowTime(at time.Time) time.Time { return store.FromMillis(store.Millis(at)) }
+
+// compactPayload answers the stored form of an event's JSON.
+func compactPayload(full []byte, seq int64, at time.Time, kind string) []byte {
+	p, err := eventPrefix(seq, rowTime(at), kind)
+	if err != nil || !bytes.HasPrefix(full, p) {
+		return full
+	}
+	return append([]byte{compactMark}, full[len(p):]...)
+}
+
+// expandPayload answers an event's JSON from its stored form.
+func expandPayload(stored []byte, seq int64, at time.Time, kind string) ([]byte, error) {
+	if len(stored) == 0 || stored[0] != compactMark {
+		return stored, nil
+	}
+	p, err := eventPrefix(seq, at, kind)
+	if err != nil {
+		return nil, fmt.Errorf("engine: event %d: %w", seq, err)
+	}
+	return append(p, stored[1:]...), nil
+}
+
+// recordHead is how a record's JSON starts up to its event id, and the
+// fields compact records leave out after it.
+func recordFields(seq int64, at time.Time) (seqField, atField []byte, err error) {
+	t, err := json.Marshal(at)
+	if err != nil {
+		return nil, nil, err
+	}
+	seqField = strconv.AppendInt([]byte(`"seq":`), seq, 10)
+	seqField = append(seqField, ',')
+	atField = append(append([]byte(`"observed_at":`), t...), ',')
+	return seqField, atField, nil
+}
+
+// splitRecord cuts a record's JSON as the kernel writes it,
+// {"type":T,<seq>"event_id":E,<observed_at>rest, around the two optional
+// parts: head ends after T's comma, mid after E's comma. ok is false when
+// the text does not have that shape.
+func splitRecord(r []byte) (head, mid int, ok bool) {
+	const typ, ev = `{"type":"`, `"event_id":"`
+	if !bytes.HasPrefix(r, []byte(typ)) {
+		return 0, 0, false
+	}
+	end := bytes.IndexByte(r[len(typ):], '"')
+	if end < 0 || len(r) < len(typ)+end+2 || r[len(typ)+end+1] != ',' {
+		return 0, 0, false
+	}
+	head = len(typ) + end + 2
+	i := bytes.Index(r[head:], []byte(ev))
+	if i < 0 {
+		return 0, 0, false
+	}
+	start := head + i + len(ev)
+	end = bytes.IndexByte(r[start:], '"')
+	if end < 0 || len(r) < start+end+2 || r[start+end+1] != ',' {
+		return 0, 0, false
+	}
+	return head, start + end + 2, true
+}
+
+// compactRecords answers the stored form of an event's records (their
+// JSON array): each without its seq and observed time, when every record
+// has them as the event's. The result is checked against full.
+func compactRecords(full []byte, seq int64, at time.Time) []byte {
+	var recs []json.RawMessage
+	if len(full) < 3 || json.Unmarshal(full, &recs) != nil {
+		return full
+	}
+	at = rowTime(at)
+	seqField, atField, err := recordFields(seq, at)
+	if err != nil {
+		return full
+	}
+	out := make([]byte, 0, len(full))
+	out = append(out, compactMark, '[')
+	for i, r := range recs {
+		head, mid, ok := splitRecord(r)
+		if !ok || !bytes.HasPrefix(r[head:], seqField) || !bytes.HasPrefix(r[mid:], atField) {
+			return full
+		}
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, r[:head]...)
+		out = append(out, r[head+len(seqField):mid]...)
+		out = append(out, r[mid+len(atField):]...)
+	}
+	out = append(out, ']')
+	if back, err := expandRecords(out, seq, at); err != nil || !bytes.Equal(back, full) {
+		return full
+	}
+	return out
+}
+
+// expandRecords answers an event's records (JSON array) from their stored
+// form.
+func expandRecords(stored []byte, seq int64, at time.Time) ([]byte, error) {
+	if len(stored) == 0 || stored[0] != compactMark {
+		return stored, nil
+	}
+	var recs []json.RawMessage
+	if err := json.Unmarshal(stored[1:], &recs); err != nil {
+		return nil, fmt.Errorf("engine: records of event %d: %w", seq, err)
+	}
+	seqField, atField, err := recordFields(seq, at)
+	if err != nil {
+		return nil, fmt.Errorf("engine: records of event %d: %w", seq, err)
+	}
+	out := make([]byte, 0, len(stored)+len(recs)*(len(seqField)+len(atField)))
+	out = append(out, '[')
+	for i, r := range recs {
+		// The compact record is {"type":T,"event_id":E,rest: head ends
+		// after T, mid after E.
+		const typ, ev = `{"type":"`, `"event_id":"`
+		end := bytes.IndexByte(r[min(len(typ), len(r)):], '"')
+		if !bytes.HasPrefix(r, []byte(typ)) || end < 0 {
+			return nil, fmt.Errorf("engine: records of event %d: record %d is not compact", seq, i)
+		}
+		head := len(typ) + end + 2
+		e := bytes.IndexByte(r[min(head+len(ev), len(r)):], '"')
+		if head+len(ev) > len(r) || !bytes.HasPrefix(r[head:], []byte(ev)) || e < 0 {
+			return nil, fmt.Errorf("engine: records of event %d: record %d is not compact", seq, i)
+		}
+		mid := head + len(ev) + e + 2
+		if mid > len(r) {
+			return nil, fmt.Errorf("engine: records of event %d: record %d is not compact", seq, i)
+		}
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, r[:head]...)
+		out = append(out, seqField...)
+		out = append(out, r[head:mid]...)
+		out = append(out, atField...)
+		out = append(out, r[mid:]...)
+	}
+	return append(out, ']'), nil
+}

@@ -1,0 +1,77 @@
+package engine
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/agentbridge/bridge/platform/kernel"
+)
+
+// Compact payloads and records read back byte for byte, and values that
+// cannot be put back exactly are stored whole.
+func TestCompactEventValues(t *testing.T) {
+	is := is.New(t)
+	at := time.Date(2026, 11, 27, 8, 30, 46, 984e6, time.UTC)
+	enc := func(v any) []byte {
+		raw, err := json.Marshal(v)
+		is.NoErr(err)
+		return raw
+	}
+	ev := kernel.Event{Seq: 2, At: at, Kind: kernel.EventTaskCompleted, ID: "01a21c20-e2c8-797f-a4fe-14d8ce83bf6e",
+		TaskID: "ded7fad6-eed8-508b-9684-e1a754a3b32a", Output: json.RawMessage(`{"name":"<ada> & \"b\""}`)}
+	rec := func(typ string, seq int64, id string, obs time.Time, node string) *kernel.Record {
+		return &kernel.Record{Type: typ, Seq: seq, EventID: id, ObservedAt: obs, NodeID: node, Instance: node, Generation: 1, Detail: "x\u2028<y>"}
+	}
+	for _, c := range []struct {
+		name    string
+		event   kernel.Event
+		records []*kernel.Record
+		payload bool // the payload is stored compact
+		recs    bool // the records are stored compact
+	}{
+		{"usual", ev, []*kernel.Record{rec("step_completed", 2, ev.ID, at, "greet"), rec("step_started", 2, ev.ID, at, "nothing")}, true, true},
+		{"no records", ev, []*kernel.Record{}, true, false},
+		{"a record observed at another time", ev, []*kernel.Record{rec("step_started", 2, ev.ID, at, "a"), rec("signal_buffered", 2, ev.ID, at.Add(-time.Second), "b")}, true, false},
+		{"a record of another event", ev, []*kernel.Record{rec("step_started", 1, ev.ID, at, "a")}, true, false},
+		{"a record without event id", ev, []*kernel.Record{rec("step_started", 2, "", at, "a")}, true, false},
+		{"a time finer than the row's milliseconds", kernel.Event{Seq: 2, At: at.Add(time.Microsecond), Kind: kernel.EventTaskCompleted, ID: "e"},
+			[]*kernel.Record{rec("step_started", 2, "e", at.Add(time.Microsecond), "a")}, false, false},
+		{"a time in another zone", kernel.Event{Seq: 2, At: at.In(time.FixedZone("x", 3600)), Kind: kernel.EventTaskCompleted, ID: "e"}, nil, false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			is := is.New(t)
+			full := enc(c.event)
+			rowAt := rowTime(c.event.At)
+			stored := compactPayload(full, c.event.Seq, c.event.At, string(c.event.Kind))
+			is.Equal(stored[0] == compactMark, c.payload)
+			if c.payload {
+				is.True(len(stored) < len(full)-40)
+			}
+			back, err := expandPayload(stored, c.event.Seq, rowAt, string(c.event.Kind))
+			is.NoErr(err)
+			is.Equal(string(back), string(full))
+			if c.records == nil {
+				return
+			}
+			fullRecs := enc(c.records)
+			storedRecs := compactRecords(fullRecs, c.event.Seq, c.event.At)
+			is.Equal(storedRecs[0] == compactMark, c.recs)
+			back, err = expandRecords(storedRecs, c.event.Seq, rowAt)
+			is.NoErr(err)
+			is.Equal(string(back), string(fullRecs))
+		})
+	}
+	// Whole values stored before compaction read as stored.
+	old := enc([]*kernel.Record{rec("step_started", 2, ev.ID, at, "a")})
+	back, err := expandRecords(old, 2, at)
+	is.NoErr(err)
+	is.Equal(string(back), string(old))
+	// A damaged compact value is an error, not a wrong answer.
+	_, err = expandRecords([]byte(`~[{"type":"x"}]`), 2, at)
+	is.True(err != nil)
+	_, err = expandRecords([]byte(`~[{"type":"x","event_id":"e"`), 2, at)
+	is.True(err != nil)
+}

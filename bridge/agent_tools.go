@@ -210,6 +210,9 @@ func (s *Service) callTool(ctx context.Context, jobID string, t *turnTools, spec
 		payload["output"] = res.RedactedOutput
 	}
 	actx := context.WithoutCancel(ctx)
+	// The agent's own lines the turn's recorder still holds (its tool use
+	// among them) go first, so the audit keeps the order things happened.
+	s.sched.flush(jobID)
 	if werr := s.db.Write(actx, func(tx *sql.Tx) error {
 		return s.audit(tx, jobID, t.attempt, "agent.tool_call", summary, payload)
 	}); werr != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/agentbridge/bridge/platform/engine"
+	"github.com/agentbridge/bridge/store"
 	"github.com/agentbridge/bridge/store/broker"
 )
 
@@ -136,9 +137,14 @@ func TestSignalDeliversAndValidates(t *testing.T) {
 	is.Equal(rep.Verdict, "consistent")
 	is.Equal(rep.Events, len(kinds))
 	h.problem(404, "PF-NOT-FOUND", h.get(base+"0194f3a0-0000-7000-8000-000000000000/replay", op))
-	// A tampered state no longer matches its history.
+	// A tampered state no longer matches its history. (An ended run's
+	// state is stored packed: it is tampered with as JSON.)
+	var stored []byte
+	is.NoErr(h.d.DB.Reader().QueryRow(`SELECT state FROM platform_runs WHERE id = ?`, run.ID).Scan(&stored))
+	plain, err := store.Unpack(stored)
+	is.NoErr(err)
 	is.NoErr(h.d.DB.Write(context.Background(), func(tx *sql.Tx) error {
-		_, err := tx.Exec(`UPDATE platform_runs SET state = json_set(state, '$.vars.tampered', 1) WHERE id = ?`, run.ID)
+		_, err := tx.Exec(`UPDATE platform_runs SET state = json_set(?, '$.vars.tampered', 1) WHERE id = ?`, string(plain), run.ID)
 		return err
 	}))
 	h.must(200, h.get(base+run.ID+"/replay", op), &rep)

@@ -18,6 +18,7 @@ import (
 	"github.com/agentbridge/bridge/platform/lang"
 	"github.com/agentbridge/bridge/platform/platformtest"
 	"github.com/agentbridge/bridge/platform/sim"
+	"github.com/agentbridge/bridge/store"
 	"github.com/agentbridge/bridge/store/secretbox"
 )
 
@@ -202,8 +203,13 @@ func readRunState(h *harness, id string) (kernel.State, error) {
 			return kernel.State{}, err
 		}
 	}
+	// An ended run's state is stored packed (store.Pack).
+	plain, err := store.Unpack(plain)
+	if err != nil {
+		return kernel.State{}, err
+	}
 	var st kernel.State
-	err := json.Unmarshal(plain, &st)
+	err = json.Unmarshal(plain, &st)
 	return st, err
 }
 

@@ -65,6 +65,9 @@ func (sl sealer) scanRun(sc interface{ Scan(...any) error }) (runRow, error) {
 	}
 	r.CallerRunID, r.CallerChildID = nullable(caller), nullable(callerChild)
 	plain, err := sl.open(state, stateAD(r.ID))
+	if err == nil {
+		plain, err = store.Unpack(plain)
+	}
 	if err != nil || json.Unmarshal(plain, &r.State) != nil || r.State.Format != kernel.StateFormat {
 		r.Legacy = true
 		r.State = kernel.State{RunID: r.ID, Status: kernel.Status(status), Seq: seq}
@@ -150,8 +153,14 @@ func (s *Service) saveStep(ctx context.Context, tx *sql.Tx, id string, prev, st 
 	if err != nil {
 		return fmt.Errorf("engine: encode state: %w", err)
 	}
-	state, err := s.seal.maybe(sealed, plain, stateAD(id))
-	if err != nil {
+	var state any
+	if !sealed && st.Status.Terminal() {
+		// An ended run's state is kept until the run is purged and not
+		// rewritten by events: it is stored zstd-packed (scanRun unpacks;
+		// docs/retention.md). A live run's state, rewritten at every
+		// event, stays plain JSON.
+		state = store.Pack(plain)
+	} else if state, err = s.seal.maybe(sealed, plain, stateAD(id)); err != nil {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO platform_run_events(run_id, seq, kind, payload, records, at) VALUES (?, ?, ?, ?, ?, ?)`,

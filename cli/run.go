@@ -258,7 +258,8 @@ Exit codes: 0 ok, 1 failure (the API's problem code is shown; for --wait and
 	}
 	t.add(cmd, true)
 	cmd.AddCommand(a.runStartCmd(&t), a.runGetCmd(&t), a.runListCmd(&t), a.runCancelCmd(&t), a.runRetryCmd(&t),
-		a.runSignalCmd(&t), a.runPauseCmd(&t, true), a.runPauseCmd(&t, false), a.runStepsCmd(&t), a.runLogsCmd(&t))
+		a.runSignalCmd(&t), a.runPauseCmd(&t, true), a.runPauseCmd(&t, false), a.runStepsCmd(&t), a.runLogsCmd(&t),
+		a.runArchiveCmd(&t, "archive"), a.runArchiveCmd(&t, "restore"), a.runArchiveCmd(&t, "purge"))
 	return cmd
 }
 
@@ -496,10 +497,18 @@ func (a *app) waitRun(ctx context.Context, tg *target, run client.Run) (client.R
 }
 
 func runStateText(run client.Run) string {
-	if run.Paused {
-		return run.Status + " (paused)"
+	return statusText(run.Status, run.Paused, run.Archived)
+}
+
+// statusText is a run's status with its paused and archived marks.
+func statusText(status string, paused, archived bool) string {
+	if paused {
+		status += " (paused)"
 	}
-	return run.Status
+	if archived {
+		status += " (archived)"
+	}
+	return status
 }
 
 const timeLayout = "2006-01-02 15:04:05"
@@ -634,7 +643,7 @@ func (a *app) runGetCmd(t *envTarget) *cobra.Command {
 func (a *app) runListCmd(t *envTarget) *cobra.Command {
 	var status, workflow, activationID, businessKey string
 	var limit int
-	var includeTest, asJSON bool
+	var includeTest, includeArchived, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List runs, newest first",
@@ -670,16 +679,15 @@ timed_out (comma separated); --workflow an id, or id@version.`,
 			if err != nil {
 				return err
 			}
+			if includeArchived {
+				q.Set("include_archived", "true")
+			}
 			runs, err := firstItems[client.RunSummary](ctx, tg, tg.env("/runs"), q, limit, 100)
 			if err != nil {
 				return err
 			}
 			return printTable(a, runs, asJSON, "no runs", "RUN\tSTATUS\tWORKFLOW\tCREATED\tBUSINESS KEY", func(r client.RunSummary) []string {
-				st := r.Status
-				if r.Paused {
-					st += " (paused)"
-				}
-				return []string{r.ID, st, r.Workflow, r.CreatedAt.Local().Format(timeLayout), deref(r.BusinessKey)}
+				return []string{r.ID, statusText(r.Status, r.Paused, r.Archived), r.Workflow, r.CreatedAt.Local().Format(timeLayout), deref(r.BusinessKey)}
 			})
 		},
 	}
@@ -688,6 +696,7 @@ timed_out (comma separated); --workflow an id, or id@version.`,
 	cmd.Flags().StringVar(&activationID, "activation", "", "only runs of this activation")
 	cmd.Flags().StringVar(&businessKey, "business-key", "", "only runs with this business key")
 	cmd.Flags().BoolVar(&includeTest, "include-test", false, "include test runs")
+	cmd.Flags().BoolVar(&includeArchived, "include-archived", false, "include archived runs (marked \"(archived)\")")
 	cmd.Flags().IntVar(&limit, "limit", 20, "most runs shown (1 to 1000)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runs as a JSON array")
 	return cmd
@@ -753,6 +762,78 @@ resumed. Work already issued may still finish; cancellation applies at once.`
 	}, verb, func() string { return cmp.Or(key, uuid.NewString()) }, func() any { return client.PauseRequest{Reason: reason} })
 	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded in the run's history)")
 	cmd.Flags().StringVar(&key, "idempotency-key", "", "Idempotency-Key (default: a new one)")
+	return cmd
+}
+
+// runArchiveCmd is run archive, restore or purge (verb): POST
+// E/runs/{run}/{verb} (docs/platform-api.md, "Archiving, restoring and
+// purging runs").
+func (a *app) runArchiveCmd(t *envTarget, verb string) *cobra.Command {
+	var reason, key string
+	var asJSON bool
+	docs := map[string][3]string{
+		"archive": {"Archive an ended run: pack its history and logs into one compressed record",
+			`Archives an ended run (POST E/runs/{run}/archive): its accepted events and log
+lines are packed into one compressed record. The run stays readable with
+'bridge run get' and can be retried; 'run list' leaves it out unless
+--include-archived is given, and its steps and logs answer PF-RUNTIME-STATE
+until it is restored. A run that has not ended is refused (PF-RUNTIME-STATE).
+The daemon also archives ended runs by itself after platform.runs.archive-after
+(default 7 days; docs/retention.md).`,
+			"  bridge run archive <run-id>\n  bridge run archive <run-id> --reason \"closed ticket\" --json"},
+		"restore": {"Restore an archived run: put its history and logs back",
+			`Restores an archived run (POST E/runs/{run}/restore): its events and log lines
+are put back with their sequence numbers, and it appears in 'run list' again.
+Restoring a run that is not archived changes nothing.`,
+			"  bridge run restore <run-id>"},
+		"purge": {"Delete an archived run and everything recorded for it",
+			`Purges an archived run (POST E/runs/{run}/purge): the run, its archive,
+incidents, tasks and file references are deleted; afterwards it is not found.
+Only an archived run can be purged, and not while a retry or child run refers
+to it (PF-RUNTIME-STATE: purge that run first). This cannot be undone.`,
+			"  bridge run archive <run-id> && bridge run purge <run-id> --reason \"retention\""},
+	}[verb]
+	cmd := &cobra.Command{
+		Use:     verb + " <run-id>",
+		Short:   docs[0],
+		Long:    docs[1],
+		Example: docs[2],
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, tg, err := t.openEnv(cmd, a)
+			if err != nil {
+				return err
+			}
+			req, k := client.ArchiveRequest{Reason: reason}, cmp.Or(key, uuid.NewString())
+			if verb == "purge" {
+				res, err := tg.api().PurgeRun(ctx, tg.e(), args[0], k, req)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return a.printJSON(res)
+				}
+				fmt.Fprintf(a.out, "Run %s purged\n", res.RunID)
+				return nil
+			}
+			res, err := tg.api().ArchiveAction(ctx, tg.e(), args[0], verb, k, req)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return a.printJSON(res)
+			}
+			state := "restored (live)"
+			if res.Archived {
+				state = "archived"
+			}
+			fmt.Fprintf(a.out, "Run %s %s %s: %d events, %d log lines\n", res.RunID, res.Status, state, res.Events, res.Logs)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why (at most 2000 characters; kept in the access audit)")
+	cmd.Flags().StringVar(&key, "idempotency-key", "", "Idempotency-Key (default: a new one)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the API's answer as JSON")
 	return cmd
 }
 

@@ -215,6 +215,37 @@ func TestWorkflowPublishActivateAndRun(t *testing.T) {
 	is.Equal(code, ExitError)
 	is.True(strings.Contains(errw, "cancelled"))
 
+	// Archive, restore and purge the cancelled run; a waiting one is refused.
+	waitingRun := d.startJSON("--set", "mode=wait", "--set", "pause=1h")
+	code, _, errw = d.run("run", "archive", waitingRun.ID)
+	is.Equal(code, ExitError)
+	is.True(strings.Contains(errw, "PF-RUNTIME-STATE"))
+	out = d.ok("run", "archive", long.ID, "--reason", "done with it")
+	is.True(strings.Contains(out, "Run "+long.ID+" cancelled archived: "))
+	out = d.ok("run", "get", long.ID)
+	is.True(strings.Contains(out, "cancelled (archived)"))
+	is.True(!strings.Contains(d.ok("run", "list", "--limit", "1000"), long.ID))
+	is.True(strings.Contains(d.ok("run", "list", "--limit", "1000", "--include-archived"), long.ID+"  cancelled (archived)"))
+	code, _, errw = d.run("run", "logs", long.ID)
+	is.Equal(code, ExitError)
+	is.True(strings.Contains(errw, "PF-RUNTIME-STATE"))
+	var restored client.RunArchive
+	d.okJSON(&restored, "run", "restore", long.ID, "--json")
+	is.Equal(restored.Archived, false)
+	is.True(restored.Events > 0)
+	is.True(strings.Contains(d.ok("run", "logs", long.ID), " INFO  pause step started"))
+	code, _, errw = d.run("run", "purge", long.ID)
+	is.Equal(code, ExitError)
+	is.True(strings.Contains(errw, "PF-RUNTIME-STATE")) // only an archived run
+	d.ok("run", "archive", long.ID)
+	var purged client.RunPurged
+	d.okJSON(&purged, "run", "purge", long.ID, "--json")
+	is.True(purged.Purged)
+	code, _, errw = d.run("run", "get", long.ID)
+	is.Equal(code, ExitError)
+	is.True(strings.Contains(errw, "PF-NOT-FOUND"))
+	d.ok("run", "cancel", waitingRun.ID, "--reason", "not needed")
+
 	// A signal completes the approval run.
 	var approval engine.Run
 	d.okJSON(&approval, "run", "start", "acme/approval", "--json")
@@ -262,6 +293,9 @@ func TestRunUsageErrors(t *testing.T) {
 		{"run", "cancel", "r-1"},
 		{"run", "signal", "r-1"},
 		{"run", "logs", "r-1", "--level", "debug"},
+		{"run", "archive"},
+		{"run", "restore", "r-1", "r-2"},
+		{"run", "purge", "r-1", "--bogus"},
 		{"incident", "list", "--status", "open"},
 		{"incident", "resolve", "i-1", "--kind", "retry", "--reason", "r"},
 		{"incident", "resolve", "i-1", "--kind", "terminate"},

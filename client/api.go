@@ -112,6 +112,18 @@ func (p Platform) RunAction(ctx context.Context, e Env, id, action, key string, 
 	return call[Run](ctx, p.D, http.MethodPost, e.Path("/runs/"+url.PathEscape(id)+"/"+action), keyed(key), body)
 }
 
+// ArchiveAction posts E/runs/{run}/archive or /restore (action) and
+// answers what was packed or put back.
+func (p Platform) ArchiveAction(ctx context.Context, e Env, id, action, key string, req ArchiveRequest) (RunArchive, error) {
+	return call[RunArchive](ctx, p.D, http.MethodPost, e.Path("/runs/"+url.PathEscape(id)+"/"+action), keyed(key), req)
+}
+
+// PurgeRun posts E/runs/{run}/purge: an archived run and everything
+// recorded for it are deleted.
+func (p Platform) PurgeRun(ctx context.Context, e Env, id, key string, req ArchiveRequest) (RunPurged, error) {
+	return call[RunPurged](ctx, p.D, http.MethodPost, e.Path("/runs/"+url.PathEscape(id)+"/purge"), keyed(key), req)
+}
+
 // Signal sends a signal to a run.
 func (p Platform) Signal(ctx context.Context, e Env, id, key string, req SignalRequest) (SignalAccepted, error) {
 	return call[SignalAccepted](ctx, p.D, http.MethodPost, e.Path("/runs/"+url.PathEscape(id)+"/signals"), keyed(key), req)

@@ -246,6 +246,33 @@ type HumanCompleteRequest struct {
 	Data json.RawMessage `json:"data,omitempty"`
 }
 
+// ArchiveRequest is the optional body of archive, restore and purge.
+type ArchiveRequest struct {
+	// at most 2000 characters; kept in the access audit
+	Reason string `json:"reason,omitempty"`
+}
+
+// RunArchive answers the archive and restore operations.
+type RunArchive struct {
+	RunID string `json:"run_id"`
+	// the run's status (an ended one)
+	Status   string `json:"status"`
+	Archived bool   `json:"archived"`
+	// when the run was archived (absent once restored)
+	ArchivedAt *time.Time `json:"archived_at,omitempty"`
+	// the accepted events packed into the archive, or restored from it
+	Events int `json:"events"`
+	// the log lines packed into the archive, or restored from it
+	Logs int `json:"logs"`
+}
+
+// RunPurged answers the purge operation.
+type RunPurged struct {
+	RunID string `json:"run_id"`
+	// always true: the run and everything recorded for it are deleted
+	Purged bool `json:"purged"`
+}
+
 // ActivationRef names a run's activation.
 type ActivationRef struct {
 	ID string `json:"id"`

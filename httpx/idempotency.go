@@ -124,9 +124,7 @@ func (s *Idempotency) Lookup(ctx context.Context, q store.Querier, owner, scope,
 	var body []byte
 	var hdr string
 	args := []any{owner, scope, key, s.t.Time(s.Cutoff())}
-	var refs []string
 	if s.t.ID != "" {
-		refs = answerRefs(owner, scope)
 		args = []any{IdempotencyID(owner, scope, key), key, s.t.Time(s.Cutoff())}
 	}
 	err := q.QueryRowContext(ctx, s.lookup, args...).Scan(&rec.Hash, &rec.Status, &body, &hdr)
@@ -138,6 +136,10 @@ func (s *Idempotency) Lookup(ctx context.Context, q store.Querier, owner, scope,
 	}
 	if rec.Body, err = store.Unpack(body); err != nil {
 		return nil, fmt.Errorf("read idempotency record: %w", err)
+	}
+	var refs []string
+	if s.t.ID != "" {
+		refs = answerRefs(owner, scope)
 	}
 	if rec.Body, err = expandAnswer(rec.Body, refs); err != nil {
 		return nil, fmt.Errorf("read idempotency record: %w", err)

@@ -80,10 +80,12 @@ func recordFields(seq int64, at time.Time) (seqField, atField []byte, err error)
 }
 
 // splitRecord cuts a record's JSON as the kernel writes it,
-// {"type":T,<seq>"event_id":E,<observed_at>rest, around the two optional
-// parts: head ends after T's comma, mid after E's comma. ok is false when
-// the text does not have that shape.
-func splitRecord(r []byte) (head, mid int, ok bool) {
+// {"type":T,<seq>"event_id":E,<observed_at>rest, where <seq> is seqField:
+// head ends after T's comma, mid after E's comma. ok is false when the
+// text does not have that shape. expandRecords finds head and mid in the
+// compact record by the same scan over the same bytes, so it puts the two
+// fields back where they were.
+func splitRecord(r, seqField []byte) (head, mid int, ok bool) {
 	const typ, ev = `{"type":"`, `"event_id":"`
 	if !bytes.HasPrefix(r, []byte(typ)) {
 		return 0, 0, false
@@ -93,11 +95,11 @@ func splitRecord(r []byte) (head, mid int, ok bool) {
 		return 0, 0, false
 	}
 	head = len(typ) + end + 2
-	i := bytes.Index(r[head:], []byte(ev))
-	if i < 0 {
+	start := head + len(seqField)
+	if !bytes.HasPrefix(r[head:], seqField) || !bytes.HasPrefix(r[start:], []byte(ev)) {
 		return 0, 0, false
 	}
-	start := head + i + len(ev)
+	start += len(ev)
 	end = bytes.IndexByte(r[start:], '"')
 	if end < 0 || len(r) < start+end+2 || r[start+end+1] != ',' {
 		return 0, 0, false
@@ -105,25 +107,33 @@ func splitRecord(r []byte) (head, mid int, ok bool) {
 	return head, start + end + 2, true
 }
 
-// compactRecords answers the stored form of an event's records (their
-// JSON array): each without its seq and observed time, when every record
-// has them as the event's. The result is checked against full.
-func compactRecords(full []byte, seq int64, at time.Time) []byte {
-	var recs []json.RawMessage
-	if len(full) < 3 || json.Unmarshal(full, &recs) != nil {
-		return full
+// compactRecords answers the stored form of an event's records, given
+// each record's JSON: each without its seq and observed time when every
+// record has them as the event's, else the whole array.
+func compactRecords(recs [][]byte, seq int64, at time.Time) []byte {
+	size := 2 + len(recs)
+	for _, r := range recs {
+		size += len(r)
 	}
-	at = rowTime(at)
-	seqField, atField, err := recordFields(seq, at)
+	whole := func() []byte {
+		out := make([]byte, 0, size)
+		out = append(out, '[')
+		out = append(out, bytes.Join(recs, []byte(","))...)
+		return append(out, ']')
+	}
+	if len(recs) == 0 {
+		return whole()
+	}
+	seqField, atField, err := recordFields(seq, rowTime(at))
 	if err != nil {
-		return full
+		return whole()
 	}
-	out := make([]byte, 0, len(full))
+	out := make([]byte, 0, size)
 	out = append(out, compactMark, '[')
 	for i, r := range recs {
-		head, mid, ok := splitRecord(r)
-		if !ok || !bytes.HasPrefix(r[head:], seqField) || !bytes.HasPrefix(r[mid:], atField) {
-			return full
+		head, mid, ok := splitRecord(r, seqField)
+		if !ok || !bytes.HasPrefix(r[mid:], atField) {
+			return whole()
 		}
 		if i > 0 {
 			out = append(out, ',')
@@ -132,11 +142,7 @@ func compactRecords(full []byte, seq int64, at time.Time) []byte {
 		out = append(out, r[head+len(seqField):mid]...)
 		out = append(out, r[mid+len(atField):]...)
 	}
-	out = append(out, ']')
-	if back, err := expandRecords(out, seq, at); err != nil || !bytes.Equal(back, full) {
-		return full
-	}
-	return out
+	return append(out, ']')
 }
 
 // expandRecords answers an event's records (JSON array) from their stored

@@ -57,7 +57,11 @@ func TestCompactEventValues(t *testing.T) {
 				return
 			}
 			fullRecs := enc(c.records)
-			storedRecs := compactRecords(fullRecs, c.event.Seq, c.event.At)
+			var parts [][]byte
+			for _, r := range c.records {
+				parts = append(parts, enc(r))
+			}
+			storedRecs := compactRecords(parts, c.event.Seq, c.event.At)
 			is.Equal(storedRecs[0] == compactMark, c.recs)
 			back, err = expandRecords(storedRecs, c.event.Seq, rowAt)
 			is.NoErr(err)

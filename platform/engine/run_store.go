@@ -139,15 +139,17 @@ func (s *Service) saveStep(ctx context.Context, tx *sql.Tx, id string, prev, st 
 	if err != nil {
 		return err
 	}
-	records := []*kernel.Record{}
+	// Each record is encoded on its own (the array's JSON is their
+	// concatenation), so compactRecords needs no parse.
+	var records [][]byte
 	for _, ef := range effects {
 		if ef.Kind == kernel.EffectRecord && ef.Record != nil {
-			records = append(records, ef.Record)
+			raw, err := json.Marshal(ef.Record)
+			if err != nil {
+				return fmt.Errorf("engine: encode records: %w", err)
+			}
+			records = append(records, raw)
 		}
-	}
-	recs, err := json.Marshal(records)
-	if err != nil {
-		return fmt.Errorf("engine: encode records: %w", err)
 	}
 	plain, err = json.Marshal(st)
 	if err != nil {
@@ -164,7 +166,7 @@ func (s *Service) saveStep(ctx context.Context, tx *sql.Tx, id string, prev, st 
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO platform_run_events(run_id, seq, kind, payload, records, at) VALUES (?, ?, ?, ?, ?, ?)`,
-		id, e.Seq, string(e.Kind), payload, string(compactRecords(recs, e.Seq, e.At)), store.Millis(e.At)); err != nil {
+		id, e.Seq, string(e.Kind), payload, string(compactRecords(records, e.Seq, e.At)), store.Millis(e.At)); err != nil {
 		return fmt.Errorf("engine: append event: %w", err)
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE platform_runs SET status = ?, state = ?, seq = ?, needs_work = ?, updated_at = ?

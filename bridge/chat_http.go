@@ -28,6 +28,9 @@ func writeOpenAIError(w http.ResponseWriter, err error) int {
 		param, msg = ce.Param, ce.Msg
 	case errors.As(err, &be):
 		st, typ, code, param, msg = be.Status, "invalid_request_error", "invalid_body", be.Field, be.Msg
+		if refusedEncoding(err) {
+			code = CodeInvalidRequest // as the bridge's other routes answer it
+		}
 		if be.Status != http.StatusRequestEntityTooLarge && be.Status != http.StatusUnsupportedMediaType {
 			st = http.StatusBadRequest
 		}

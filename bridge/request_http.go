@@ -112,30 +112,30 @@ func idempotencyKey(r *http.Request) (string, error) {
 
 // readBody reads the raw body (bounded by wrap) for decoding and hashing.
 func readBody(r *http.Request) ([]byte, error) {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, _ := strings.Cut(ct, ";")
-		if mt = strings.ToLower(strings.TrimSpace(mt)); mt != "application/json" {
-			return nil, errf(CodeUnsupportedMedia, "Content-Type must be application/json")
-		}
+	if err := httpx.CheckMediaType(r, httpx.DecodeOptions{JSONOnly: true}); err != nil {
+		return nil, errf(CodeUnsupportedMedia, "%v", err)
 	}
 	data, err := io.ReadAll(r.Body)
 	if err != nil {
 		return nil, errf(CodeBodyTooLarge, "request body exceeds %d bytes", maxBody)
 	}
-	// encoding/json would take the last of two equal keys and replace bad
-	// UTF-8 and lone surrogates with U+FFFD; the body is refused instead
-	// (docs/bridge-api.md).
-	if err := httpx.CheckJSON(data); err != nil {
-		return nil, errf(CodeInvalidRequest, "%v", err)
-	}
 	return data, nil
 }
 
+// refusedEncoding tells a body refused for what encoding/json would have
+// taken silently (a duplicate key, invalid UTF-8, a lone surrogate): the
+// bridge answers it as invalid_request with the decoder's own message,
+// whatever the route says of other malformed bodies.
+func refusedEncoding(err error) bool {
+	var be *httpx.BodyError
+	return errors.As(err, &be) && (be.Kind == httpx.BodyEncoding || be.Kind == httpx.BodyDuplicateKey)
+}
+
+// decodeStrict decodes a body read by readBody: httpx.DecodeBytes refuses
+// what encoding/json would take silently (duplicate keys, invalid UTF-8,
+// lone surrogates; docs/bridge-api.md) and unknown properties.
 func decodeStrict(data []byte, dst any) error {
-	if err := httpx.DecodeBytes(data, dst, httpx.DecodeOptions{}); err != nil {
-		return err
-	}
-	return nil
+	return httpx.DecodeBytes(data, dst, httpx.DecodeOptions{})
 }
 
 // emptyObject enforces "required JSON object with no properties".
@@ -145,7 +145,11 @@ func emptyObject(r *http.Request) error {
 		return err
 	}
 	var m map[string]json.RawMessage
-	if err := httpx.DecodeBytes(data, &m, httpx.DecodeOptions{AllowUnknown: true}); err != nil || m == nil {
+	err = httpx.DecodeBytes(data, &m, httpx.DecodeOptions{AllowUnknown: true})
+	if refusedEncoding(err) {
+		return err
+	}
+	if err != nil || m == nil {
 		return errf(CodeInvalidRequest, "the body must be the JSON object {}")
 	}
 	if len(m) > 0 {

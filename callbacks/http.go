@@ -53,21 +53,13 @@ func (s *Service) guard(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// decodeBody reads a request body strictly: JSON content type, at most
-// maxBodyBytes, one value, and none of what encoding/json would let through
-// silently (duplicate keys, invalid UTF-8, lone surrogates: httpx.CheckJSON);
-// then no unknown fields.
+// decodeBody reads a request body strictly (httpx.DecodeJSON): JSON content
+// type, at most maxBodyBytes, one value, none of what encoding/json would
+// let through silently (duplicate keys, invalid UTF-8, lone surrogates),
+// no unknown fields.
 func decodeBody[T any](w http.ResponseWriter, r *http.Request) (T, error) {
 	var v T
-	var raw json.RawMessage
-	opts := httpx.DecodeOptions{MaxBytes: maxBodyBytes}
-	if err := httpx.DecodeJSON(w, r, &raw, opts); err != nil {
-		return v, err
-	}
-	if err := httpx.CheckJSON(raw); err != nil {
-		return v, &Error{Code: EBadRequest, Message: err.Error()}
-	}
-	return v, httpx.DecodeBytes(raw, &v, opts)
+	return v, httpx.DecodeJSON(w, r, &v, httpx.DecodeOptions{MaxBytes: maxBodyBytes})
 }
 
 // pathID reads the :id parameter; a value that is not a UUID names nothing.

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -154,23 +153,11 @@ func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) 
 // fieldDiag is one diagnostic of a problem: the request field at fault.
 type fieldDiag = httpx.FieldDiagnostic
 
-// decodeBody reads a JSON body strictly: at most maxBodyBytes, valid UTF-8,
-// no duplicate keys (httpx.CheckJSON), no unknown properties.
+// decodeBody reads a JSON body strictly (httpx.DecodeJSON): application/json,
+// at most maxBodyBytes, valid UTF-8, no duplicate keys, no unknown
+// properties.
 func decodeBody(w http.ResponseWriter, r *http.Request, dst any) error {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, _ := strings.Cut(ct, ";")
-		if mt = strings.ToLower(strings.TrimSpace(mt)); mt != "application/json" {
-			return &httpx.BodyError{Status: http.StatusUnsupportedMediaType, Kind: "content_type", Msg: "Content-Type must be application/json"}
-		}
-	}
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-	if err != nil {
-		return &httpx.BodyError{Status: http.StatusRequestEntityTooLarge, Kind: "too_large", Msg: "request body exceeds " + strconv.Itoa(maxBodyBytes) + " bytes"}
-	}
-	if err := httpx.CheckJSON(data); err != nil {
-		return err
-	}
-	return httpx.DecodeBytes(data, dst, httpx.DecodeOptions{})
+	return httpx.DecodeJSON(w, r, dst, httpx.DecodeOptions{MaxBytes: maxBodyBytes, JSONOnly: true})
 }
 
 // noQuery refuses query parameters on routes that take none.

@@ -2,10 +2,8 @@ package httpx
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"unicode/utf8"
 )
@@ -27,7 +25,24 @@ func (e *JSONError) Error() string {
 // decoding), or a duplicate object key at any depth (encoding/json keeps the
 // last). Keys are compared after unescaping, so "a" and "\u0061" collide.
 // Syntax errors are left to the decoder, which words them for the surface.
+// DecodeBytes applies the same checks; CheckJSON is for JSON that is not a
+// request body (a token's claims).
 func CheckJSON(data []byte) error {
+	if err := checkEncoding(data); err != nil {
+		return err
+	}
+	if !bytes.ContainsRune(data, '{') {
+		return nil
+	}
+	// encoding/json's own nesting limit: deeper is its syntax error.
+	if _, d := parseJSON(data, 10000); d != nil && d.Code == BodyDuplicateKey {
+		return d.cause
+	}
+	return nil
+}
+
+// checkEncoding refuses invalid UTF-8 and lone surrogate escapes.
+func checkEncoding(data []byte) *JSONError {
 	if !utf8.Valid(data) {
 		off := 0
 		for off < len(data) {
@@ -39,15 +54,12 @@ func CheckJSON(data []byte) error {
 		}
 		return &JSONError{Offset: int64(off), Reason: "invalid UTF-8"}
 	}
-	if err := checkSurrogates(data); err != nil {
-		return err
-	}
-	return checkDuplicateKeys(data)
+	return checkSurrogates(data)
 }
 
 // checkSurrogates scans the strings of data for \u escapes and refuses a high
 // surrogate not followed by a low one, and a low one on its own.
-func checkSurrogates(data []byte) error {
+func checkSurrogates(data []byte) *JSONError {
 	if !bytes.Contains(data, []byte(`\u`)) {
 		return nil
 	}
@@ -115,60 +127,6 @@ func hex4(data []byte, at int) (uint16, bool) {
 		v = v<<4 | uint16(d)
 	}
 	return v, true
-}
-
-// checkDuplicateKeys walks the token stream keeping the keys seen in each
-// open object.
-func checkDuplicateKeys(data []byte) error {
-	if !bytes.ContainsRune(data, '{') {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	type frame struct {
-		keys      map[string]struct{}
-		object    bool
-		expectKey bool
-	}
-	var stack []frame
-	for {
-		off := dec.InputOffset()
-		tok, err := dec.Token()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return nil // syntax: the decoder reports it
-		}
-		var top *frame
-		if n := len(stack); n > 0 {
-			top = &stack[n-1]
-		}
-		if top != nil && top.object && top.expectKey {
-			if key, ok := tok.(string); ok {
-				if _, dup := top.keys[key]; dup {
-					return &JSONError{Offset: off, Reason: fmt.Sprintf("duplicate key %q", key)}
-				}
-				top.keys[key] = struct{}{}
-				top.expectKey = false
-				continue
-			}
-		}
-		if top != nil && top.object {
-			top.expectKey = true // a value was read (or the object closes)
-		}
-		switch tok {
-		case json.Delim('{'):
-			stack = append(stack, frame{keys: map[string]struct{}{}, object: true, expectKey: true})
-		case json.Delim('['):
-			stack = append(stack, frame{})
-		case json.Delim('}'), json.Delim(']'):
-			stack = stack[:len(stack)-1]
-			if n := len(stack); n > 0 && stack[n-1].object {
-				stack[n-1].expectKey = true
-			}
-		}
-	}
 }
 
 // SingleHeader returns the only value of header name ("" when absent) and an

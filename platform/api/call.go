@@ -5,13 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"mime"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/julienschmidt/httprouter"
 
+	"github.com/agentbridge/bridge/httpx"
 	"github.com/agentbridge/bridge/platform/auth"
 )
 
@@ -83,21 +82,23 @@ func (c *Call) Body() ([]byte, error) {
 	return data, nil
 }
 
-// Decode reads the body and decodes it strictly into dst (see DecodeStrict):
-// 413 PF-REQUEST-TOO-LARGE over the limit, 422 PF-VALIDATION with the JSON
-// Pointer of the offending field otherwise.
+// Decode reads the body and decodes it strictly into dst (httpx.DecodeBytes
+// with the platform's bodyRules): 413 PF-REQUEST-TOO-LARGE over the limit,
+// 422 PF-VALIDATION with the JSON Pointer of each offending field
+// otherwise (bodyError).
 func (c *Call) Decode(dst any) error {
-	if err := checkContentType(c.R); err != nil {
+	if err := httpx.CheckMediaType(c.R, bodyRules); err != nil {
 		return err
 	}
 	data, err := c.Body()
 	if err != nil {
 		return err
 	}
-	return DecodeStrict(data, dst)
+	return httpx.DecodeBytes(data, dst, bodyRules)
 }
 
-// DecodeOptional is Decode that accepts an empty body (dst is left as is).
+// DecodeOptional is Decode that accepts an empty body (dst is left as is),
+// whatever its Content-Type.
 func (c *Call) DecodeOptional(dst any) error {
 	data, err := c.Body()
 	if err != nil {
@@ -106,22 +107,10 @@ func (c *Call) DecodeOptional(dst any) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil
 	}
-	if err := checkContentType(c.R); err != nil {
+	if err := httpx.CheckMediaType(c.R, bodyRules); err != nil {
 		return err
 	}
-	return DecodeStrict(data, dst)
-}
-
-func checkContentType(r *http.Request) error {
-	ct := r.Header.Get("Content-Type")
-	if ct == "" {
-		return nil
-	}
-	mt, _, err := mime.ParseMediaType(ct)
-	if err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json")) {
-		return nil
-	}
-	return InvalidParameter(CodeValidation, "Content-Type", "the request body must be application/json")
+	return httpx.DecodeBytes(data, dst, bodyRules)
 }
 
 // Authorize checks capability at scope for the caller, records the decision

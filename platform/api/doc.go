@@ -44,7 +44,7 @@
 // diagnostics, never a cause's text (5xx causes are logged with the
 // request id).
 //
-// Helpers on Call: Decode/DecodeOptional (DecodeStrict), Authorize (any
+// Helpers on Call: Decode/DecodeOptional (httpx.DecodeBytes), Authorize (any
 // further capability check, recorded), Record (any other access decision),
 // UUIDParam, Query, IfMatch (+ CheckRevision for 412), IdempotencyKey,
 // Commit (idempotent changes: the same key, principal, scope and canonical

@@ -164,14 +164,7 @@ func asError(err error) *Error {
 	m := errorTable.Lookup(key)
 	var be *httpx.BodyError
 	if errors.As(err, &be) {
-		if m.Status == http.StatusRequestEntityTooLarge {
-			return &Error{Code: m.Code, Message: be.Msg, row: key}
-		}
-		d := Diagnostic{Code: be.Kind, Message: be.Msg}
-		if be.Field != "" {
-			d.Path = "/" + be.Field
-		}
-		return &Error{Code: m.Code, Message: "the request body does not match the contract", Diagnostics: []Diagnostic{d}, row: key}
+		return bodyError(be, key)
 	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {

@@ -80,7 +80,7 @@ func (c *Call) Commit(write WriteFunc, after func()) error {
 	if err != nil {
 		return err
 	}
-	sum := sha256.Sum256(canonicalBody(body))
+	sum := sha256.Sum256(httpx.CanonicalJSON(body))
 	hash := sum[:]
 	principal := c.Caller.Principal.ID
 	scope := c.R.Method + " " + fill(c.route.CanonicalPath(), c.Params)

@@ -136,8 +136,17 @@ func TestAgentToolCallSurvivesSIGKILL(t *testing.T) {
 	e := &daemonEnv{t: t, dir: dir, hc: &http.Client{Timeout: 30 * time.Second}, yaml: crashYAML(claude)}
 	e.start()
 	run := e.waitRun(app, runID, "suspended")
-	hist := asJSON(t, e.must(200, e.do("GET", e.projectURL()+"/environments/"+e.ws.EnvironmentID+"/runs/"+run["platformRunId"].(string)+"/history",
-		e.operator(), nil)))
+	// The run is suspended by the first unknown outcome recorded; the
+	// other is recorded by a later write, so the history is read until it
+	// holds both (or for 10 s).
+	var hist string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		hist = asJSON(t, e.must(200, e.do("GET", e.projectURL()+"/environments/"+e.ws.EnvironmentID+"/runs/"+run["platformRunId"].(string)+"/history",
+			e.operator(), nil)))
+		if strings.Count(hist, `"kind":"task_outcome_unknown","records"`) >= 2 || time.Now().After(deadline) {
+			break
+		}
+	}
 	is.True(strings.Contains(hist, `"agent_tool_called"`))
 	// Both the tool call and the agent job were in flight.
 	is.Equal(strings.Count(hist, `"kind":"task_outcome_unknown","records"`), 2)

@@ -37,16 +37,16 @@ func (c crud[In, Out]) routes() []httpx.Route {
 	var page PaginationResponse[Out]
 	writeErrs := append([]int{400, 401, 413, 415, 422}, c.createErrs...)
 	return []httpx.Route{
-		route(http.MethodPost, c.base, c.handleCreate, operation{
+		route(http.MethodPost, c.base, httpx.ServeCreated(bodyOf[In](), c.create, c.location), operation{
 			id: "create", tag: c.tag, summary: "Create a " + c.what, description: c.createNotes,
 			body: in, status: http.StatusCreated, resp: out, errs: writeErrs}),
-		route(http.MethodGet, c.base, c.handleList, operation{
+		route(http.MethodGet, c.base, httpx.Serve(queryOf(), c.filter, http.StatusOK), operation{
 			id: "list", tag: c.tag, summary: "List " + c.what + "s, one page at a time",
 			query: pageParams, status: http.StatusOK, resp: page, errs: []int{400, 401, 422}}),
-		route(http.MethodPost, c.base+"/filter", c.handleFilter, operation{
+		route(http.MethodPost, c.base+"/filter", httpx.Serve(bodyOf[FilterRequest](), c.filter, http.StatusOK), operation{
 			id: "filter", tag: c.tag, summary: "Filter, sort and page " + c.what + "s",
 			body: FilterRequest{}, status: http.StatusOK, resp: page, errs: []int{400, 401, 413, 415, 422}}),
-		route(http.MethodGet, c.base+"/{id}", c.handleGet, operation{
+		route(http.MethodGet, c.base+"/{id}", httpx.Serve(idOf(c.what), c.get, http.StatusOK), operation{
 			id: "get", tag: c.tag, summary: "Read a " + c.what, status: http.StatusOK, resp: out, errs: []int{401, 404}}),
 		route(http.MethodPut, c.base+"/{id}", c.handleUpdate, operation{
 			id: "update", tag: c.tag, summary: "Replace a " + c.what, description: c.createNotes,
@@ -56,58 +56,8 @@ func (c crud[In, Out]) routes() []httpx.Route {
 	}
 }
 
-func (c crud[In, Out]) handleCreate(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	in, err := decodeBody[In](w, r)
-	if err != nil {
-		return err
-	}
-	out, err := c.create(r.Context(), in)
-	if err != nil {
-		return err
-	}
-	w.Header().Set("Location", c.base+"/"+c.idOf(out))
-	httpx.WriteJSON(w, http.StatusCreated, out)
-	return nil
-}
-
-func (c crud[In, Out]) handleList(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	req, err := listQuery(r.URL.Query())
-	if err != nil {
-		return err
-	}
-	page, err := c.filter(r.Context(), req)
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, page)
-	return nil
-}
-
-func (c crud[In, Out]) handleFilter(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	req, err := decodeBody[FilterRequest](w, r)
-	if err != nil {
-		return err
-	}
-	page, err := c.filter(r.Context(), req)
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, page)
-	return nil
-}
-
-func (c crud[In, Out]) handleGet(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	id, err := pathID(p, c.what)
-	if err != nil {
-		return err
-	}
-	out, err := c.get(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, out)
-	return nil
-}
+// location is where a created resource is read.
+func (c crud[In, Out]) location(out Out) string { return c.base + "/" + c.idOf(out) }
 
 func (c crud[In, Out]) handleUpdate(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	id, err := pathID(p, c.what)

@@ -3,8 +3,6 @@ package callbacks
 import (
 	"net/http"
 
-	"github.com/julienschmidt/httprouter"
-
 	"github.com/agentbridge/bridge/httpx"
 )
 
@@ -19,21 +17,21 @@ func (s *Service) executionRoutes() []httpx.Route {
 		query = append(query, param{name: f, doc: "only executions whose " + f + " equals this"})
 	}
 	return []httpx.Route{
-		route(http.MethodGet, pathExecutions, s.handleListExecutions, operation{
+		route(http.MethodGet, pathExecutions, httpx.Serve(queryOf(executionQueryFields...), s.filterExecutions, http.StatusOK), operation{
 			id: "list", tag: "callback-executions", summary: "Query executions (newest first)",
 			query: query, status: http.StatusOK, resp: page, errs: []int{400, 401, 422}}),
-		route(http.MethodPost, pathExecutions+"/filter", s.handleFilterExecutions, operation{
+		route(http.MethodPost, pathExecutions+"/filter", httpx.Serve(bodyOf[FilterRequest](), s.filterExecutions, http.StatusOK), operation{
 			id: "filter", tag: "callback-executions", summary: "Filter, sort and page executions",
 			body: FilterRequest{}, status: http.StatusOK, resp: page, errs: []int{400, 401, 413, 415, 422}}),
-		route(http.MethodGet, pathExecutions+"/{id}", s.handleGetExecution, operation{
+		route(http.MethodGet, pathExecutions+"/{id}", httpx.Serve(idOf("callback execution"), s.execution, http.StatusOK), operation{
 			id: "get", tag: "callback-executions", summary: "Read an execution", status: http.StatusOK, resp: Execution{}, errs: []int{401, 404}}),
-		route(http.MethodPost, pathExecutions+"/retry", s.handleRetry, operation{
+		route(http.MethodPost, pathExecutions+"/retry", httpx.ServeCreated(bodyOf[RetryRequest](), s.Retry, executionLocation), operation{
 			id: "retry", tag: "callback-executions", summary: "Deliver a finished execution's event again",
 			description: "Starts a new delivery (attempt 1, trigger MANUAL_RETRY, retryOf set) with a full budget of attempts. " +
 				"404 for an unknown execution; 409 while the execution is still open, when its configuration is deleted or not ACTIVE, " +
 				"when its domain is no longer authorized (CB-DOMAIN-NOT-AUTHORIZED) or when the event's payload is no longer retained (CB-EVENT-EXPIRED).",
 			body: RetryRequest{}, status: http.StatusCreated, resp: Execution{}, errs: []int{400, 401, 404, 409, 413, 415, 422}}),
-		route(http.MethodPost, pathExecutions+"/replay", s.handleReplay, operation{
+		route(http.MethodPost, pathExecutions+"/replay", httpx.Serve(bodyOf[ReplayRequest](), s.Replay, http.StatusAccepted), operation{
 			id: "replay", tag: "callback-executions", summary: "Deliver the events received since a time again",
 			description: "Each event received in [since, until] becomes a new delivery (trigger REPLAY) to every ACTIVE configuration " +
 				"subscribed to its type, or to configurationId only. 404 for an unknown configuration, 409 when it cannot take deliveries.",
@@ -41,68 +39,5 @@ func (s *Service) executionRoutes() []httpx.Route {
 	}
 }
 
-func (s *Service) handleListExecutions(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	req, err := listQuery(r.URL.Query(), executionQueryFields...)
-	if err != nil {
-		return err
-	}
-	page, err := s.filterExecutions(r.Context(), req)
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, page)
-	return nil
-}
-
-func (s *Service) handleFilterExecutions(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	req, err := decodeBody[FilterRequest](w, r)
-	if err != nil {
-		return err
-	}
-	page, err := s.filterExecutions(r.Context(), req)
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, page)
-	return nil
-}
-
-func (s *Service) handleGetExecution(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	id, err := pathID(p, "callback execution")
-	if err != nil {
-		return err
-	}
-	ex, err := s.execution(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, ex)
-	return nil
-}
-
-func (s *Service) handleRetry(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	req, err := decodeBody[RetryRequest](w, r)
-	if err != nil {
-		return err
-	}
-	ex, err := s.Retry(r.Context(), req)
-	if err != nil {
-		return err
-	}
-	w.Header().Set("Location", pathExecutions+"/"+ex.ID)
-	httpx.WriteJSON(w, http.StatusCreated, ex)
-	return nil
-}
-
-func (s *Service) handleReplay(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	req, err := decodeBody[ReplayRequest](w, r)
-	if err != nil {
-		return err
-	}
-	res, err := s.Replay(r.Context(), req)
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusAccepted, res)
-	return nil
-}
+// executionLocation is where a new execution is read.
+func executionLocation(ex Execution) string { return pathExecutions + "/" + ex.ID }

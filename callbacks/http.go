@@ -53,13 +53,34 @@ func (s *Service) guard(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// decodeBody reads a request body strictly (httpx.DecodeJSON): JSON content
-// type, at most maxBodyBytes, one value, none of what encoding/json would
-// let through silently (duplicate keys, invalid UTF-8, lone surrogates),
-// no unknown fields.
+// bodyRules are the rules of every request body (httpx.DecodeJSON): JSON
+// content type, at most maxBodyBytes, one value, none of what
+// encoding/json would let through silently (duplicate keys, invalid
+// UTF-8, lone surrogates), no unknown fields.
+var bodyRules = httpx.DecodeOptions{MaxBytes: maxBodyBytes}
+
+// decodeBody reads a request body strictly (bodyRules).
 func decodeBody[T any](w http.ResponseWriter, r *http.Request) (T, error) {
-	var v T
-	return v, httpx.DecodeJSON(w, r, &v, httpx.DecodeOptions{MaxBytes: maxBodyBytes})
+	return httpx.JSONBody[T](bodyRules)(w, r, nil)
+}
+
+// The readers of the route handlers' typed requests (httpx.Serve).
+
+// bodyOf reads the body as a T.
+func bodyOf[T any]() httpx.Reader[T] { return httpx.JSONBody[T](bodyRules) }
+
+// idOf reads the :id parameter of a what ("callback execution").
+func idOf(what string) httpx.Reader[string] {
+	return func(_ http.ResponseWriter, _ *http.Request, p httprouter.Params) (string, error) {
+		return pathID(p, what)
+	}
+}
+
+// queryOf reads a GET collection's query (listQuery).
+func queryOf(eqFields ...string) httpx.Reader[FilterRequest] {
+	return func(_ http.ResponseWriter, r *http.Request, _ httprouter.Params) (FilterRequest, error) {
+		return listQuery(r.URL.Query(), eqFields...)
+	}
 }
 
 // pathID reads the :id parameter; a value that is not a UUID names nothing.

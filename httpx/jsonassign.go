@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Assigning a parsed body to a Go value by reflection, with encoding/json's
@@ -338,6 +339,18 @@ type field struct {
 // the fields of untagged embedded structs promoted (a shallower field
 // hides a deeper one of the same name, as in encoding/json).
 func structFields(t reflect.Type) []field {
+	if fs, ok := fieldCache.Load(t); ok {
+		return fs.([]field)
+	}
+	fs, _ := fieldCache.LoadOrStore(t, listFields(t))
+	return fs.([]field)
+}
+
+// fieldCache holds structFields' answer per type: it depends on the type
+// alone, and a request decodes the same few types again and again.
+var fieldCache sync.Map // reflect.Type -> []field
+
+func listFields(t reflect.Type) []field {
 	var out []field
 	for i := range t.NumField() {
 		sf := t.Field(i)
@@ -352,7 +365,7 @@ func structFields(t reflect.Type) []field {
 				ft = ft.Elem()
 			}
 			if ft.Kind() == reflect.Struct {
-				for _, f := range structFields(ft) {
+				for _, f := range listFields(ft) {
 					f.index = append([]int{i}, f.index...)
 					out = append(out, f)
 				}
@@ -428,7 +441,7 @@ func (a *assigner) assignStruct(n *jnode, data []byte, v reflect.Value, at *loc)
 		return
 	}
 	fields := structFields(v.Type())
-	present := make(map[string]bool, len(n.keys))
+	var present map[string]bool // of the required fields, when any
 	for i, k := range n.keys {
 		child := at.child(k)
 		f := a.lookup(fields, k)
@@ -439,7 +452,12 @@ func (a *assigner) assignStruct(n *jnode, data []byte, v reflect.Value, at *loc)
 			}
 			continue
 		}
-		present[f.name] = true
+		if f.required {
+			if present == nil {
+				present = map[string]bool{}
+			}
+			present[f.name] = true
+		}
 		fv, ok := fieldByIndex(v, f.index)
 		if !ok {
 			a.typeError(child, f.typ, unsupported)

@@ -1,6 +1,11 @@
 package sim
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/agentbridge/bridge/httpx"
+)
 
 // Problem codes of the simulator (docs/platform-api.md, "Debug sessions").
 const (
@@ -43,4 +48,22 @@ func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
 func refuse(code, path, format string, args ...any) *Error {
 	return &Error{Code: code, Path: path, Message: fmt.Sprintf(format, args...)}
+}
+
+// decodeStrict decodes raw into dst with the platform's one strict JSON
+// decoder (httpx.DecodeBytes with the Exact contract, docs/platform-api.md
+// "Shared rules": no unknown, repeated or case-folded properties, no null
+// for a plain value, one JSON value). A refusal is code at path plus the
+// first problem's JSON Pointer, worded "what: problem".
+func decodeStrict(raw []byte, dst any, code, path, what string) error {
+	err := httpx.DecodeBytes(raw, dst, httpx.DecodeOptions{Exact: true})
+	var be *httpx.BodyError
+	if errors.As(err, &be) && len(be.Diagnostics) > 0 {
+		d := be.Diagnostics[0]
+		return refuse(code, path+d.Pointer, "%s: %s", what, d.Message)
+	}
+	if err != nil {
+		return refuse(code, path, "%s: %v", what, err)
+	}
+	return nil
 }

@@ -92,10 +92,8 @@ func DecodeMocks(raw json.RawMessage, at string) (Mocks, error) {
 
 func decodeOutcome(raw json.RawMessage, path string) (Mock, error) {
 	var m Mock
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
-		return m, refuse(CodeRequest, path, "an outcome is {output}, {error: {code, message}, retryable} or {outcome: \"unknown\"}: %v", err)
+	if err := decodeStrict(raw, &m, CodeRequest, path, `an outcome is {output}, {error: {code, message}, retryable} or {outcome: "unknown"}`); err != nil {
+		return m, err
 	}
 	n := 0
 	if len(m.Output) > 0 {

@@ -1,8 +1,6 @@
 package sim
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"net/http"
 
@@ -121,13 +119,8 @@ func (s *Service) commandRoute(c *api.Call) error {
 // not exactly one known command with known fields.
 func DecodeCommand(data []byte) (Command, error) {
 	var cmd Command
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&cmd); err != nil {
-		return cmd, refuse(CodeCommand, "", "the command does not decode: %v", err)
-	}
-	if dec.More() {
-		return cmd, refuse(CodeCommand, "", "the body holds more than one JSON value")
+	if err := decodeStrict(data, &cmd, CodeCommand, "", "the command does not decode"); err != nil {
+		return cmd, err
 	}
 	if cmd.Kind() == "" {
 		return cmd, refuse(CodeCommand, "", "a command has exactly one of breakpoints, next, continue, signal, human_decision and advance_time")

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"bytes"
 	"encoding/json"
 	"sort"
 
@@ -60,10 +59,8 @@ var inputSources = map[string]bool{"manual": true, "schema": true, "simulated": 
 // DecodeTestData reads a test-data document strictly.
 func DecodeTestData(raw []byte) (TestData, error) {
 	var td TestData
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&td); err != nil {
-		return td, refuse(CodeDocTestData, "", "the test-data document does not decode: %v", err)
+	if err := decodeStrict(raw, &td, CodeDocTestData, "", "the test-data document does not decode"); err != nil {
+		return td, err
 	}
 	if td.SchemaVersion != 1 {
 		return td, refuse(CodeDocTestData, "/schemaVersion", "schemaVersion is 1")

@@ -178,8 +178,8 @@ func newEnvAt(t testing.TB, path string, mods ...func(*api.Options)) *env {
 		return errors.New("database exploded at brg_secret-token-value")
 	}})
 
-	e.a.Handle(r, api.Route{Method: "GET", Path: "/unserved", Access: api.AccessPublic, Handler: func(c *api.Call) error {
-		return api.Errorf(api.CodeUnavailable, "not served here")
+	e.a.Handle(r, api.Route{Method: "GET", Path: "/unready", Access: api.AccessPublic, Handler: func(c *api.Call) error {
+		return api.Errorf(api.CodeUnavailable, "not ready")
 	}})
 	e.a.Handle(r, api.Route{Method: "GET", Path: "/admin/things", Layout: api.Root, Access: api.AccessOwnerOrToken, Handler: func(c *api.Call) error {
 		return c.OK(map[string]bool{"owner": c.Caller.Owner})
@@ -374,8 +374,8 @@ func TestClientErrorsAreNotLoggedAsErrors(t *testing.T) {
 	r = e.call(t, "GET", "/api/v1/tenants/"+tenantA+"/things", "", "", nil)
 	is.Equal(r.status, 401)
 	is.Equal(e.logs.String(), "") // DEBUG is below the handler's level
-	r = e.call(t, "GET", "/api/v1/unserved", "", "", nil)
-	is.Equal(r.status, 501)
+	r = e.call(t, "GET", "/api/v1/unready", "", "", nil)
+	is.Equal(r.status, 503)
 	is.True(strings.Contains(e.logs.String(), "level=WARN"))
 	is.True(!strings.Contains(e.logs.String(), "level=ERROR"))
 	r = e.call(t, "GET", "/api/v1/boom", "", "", nil)

@@ -56,9 +56,10 @@ var errorTable = httpx.ErrorTable{
 		httpx.ECONFLICT:     {Status: http.StatusConflict, Code: CodeConflict},
 		httpx.EUNAUTHORIZED: {Status: http.StatusUnauthorized, Code: CodeUnauthenticated},
 		httpx.EFORBIDDEN:    {Status: http.StatusForbidden, Code: CodeForbidden},
-		// A cancelled request (the toolkit's EUNAVAILABLE) is 503; the
-		// spec's PF-UNAVAILABLE (an operation this server does not serve)
-		// is 501.
+		// A cancelled request (the toolkit's EUNAVAILABLE) is 503, as the
+		// daemon's "not ready" answer is. The spec's 501 PF-UNAVAILABLE
+		// (an operation this server does not serve) has no row: every
+		// operation of docs/platform-api.md is served.
 		httpx.EUNAVAILABLE: {Status: http.StatusServiceUnavailable, Code: CodeUnavailable},
 
 		// Second-status rows.
@@ -139,7 +140,7 @@ var errorTable = httpx.ErrorTable{
 
 		// 5xx.
 		CodeInternal:        pf(http.StatusInternalServerError, CodeInternal),
-		CodeUnavailable:     pf(http.StatusNotImplemented, CodeUnavailable),
+		CodeUnavailable:     pf(http.StatusServiceUnavailable, CodeUnavailable),
 		"PF-STUDIO-CATALOG": pf(http.StatusBadGateway, "PF-STUDIO-CATALOG"),
 		"PF-COMPATIBILITY":  pf(http.StatusServiceUnavailable, "PF-COMPATIBILITY"),
 		"PF-STUDIO-BUSY":    pf(http.StatusServiceUnavailable, "PF-STUDIO-BUSY"),

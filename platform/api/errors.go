@@ -188,8 +188,8 @@ func asError(err error) *Error {
 // WriteError writes err as a problem+json body carrying the request id, its
 // status and code from errorTable. A 500 is the server's fault: its cause
 // is logged at ERROR with the request id, and its text never reaches the
-// client. A deliberate 5xx answer (501 PF-UNAVAILABLE, 503
-// PF-COMPATIBILITY, ...) is logged at WARN, and a client's 4xx only at
+// client. A deliberate 5xx answer (503 PF-COMPATIBILITY,
+// PF-UNAVAILABLE, ...) is logged at WARN, and a client's 4xx only at
 // DEBUG: bad input is not an error of the service.
 func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	e := asError(err)

@@ -35,7 +35,7 @@ func TestErrorTable(t *testing.T) {
 		{&httpx.BodyError{Status: 400, Kind: "syntax", Msg: "malformed"}, 422, api.CodeValidation, "the request body does not match the contract"},
 		{&http.MaxBytesError{Limit: 7}, 413, api.CodeRequestTooLarge, "request body exceeds 7 bytes"},
 		{api.Errorf("PF-COMPATIBILITY", "its own"), 503, "PF-COMPATIBILITY", "its own"},
-		{api.Errorf(api.CodeUnavailable, "not served here"), 501, api.CodeUnavailable, "not served here"},
+		{api.Errorf(api.CodeUnavailable, "not ready"), 503, api.CodeUnavailable, "not ready"},
 		{api.StaleRevision(3, "stale"), 412, api.CodeETag, "stale"},
 		{api.InvalidParameter(api.CodeETag, "If-Match", "missing"), 422, api.CodeETag, "missing"},
 		{api.Closed("gone"), 410, api.CodeNotFound, "gone"},

@@ -94,7 +94,7 @@ func (c *Call) Decode(dst any) error {
 	if err != nil {
 		return err
 	}
-	return httpx.DecodeBytes(data, dst, bodyRules)
+	return DecodeBytes(data, dst)
 }
 
 // DecodeOptional is Decode that accepts an empty body (dst is left as is),
@@ -110,7 +110,7 @@ func (c *Call) DecodeOptional(dst any) error {
 	if err := httpx.CheckMediaType(c.R, bodyRules); err != nil {
 		return err
 	}
-	return httpx.DecodeBytes(data, dst, bodyRules)
+	return DecodeBytes(data, dst)
 }
 
 // Authorize checks capability at scope for the caller, records the decision

@@ -12,6 +12,11 @@ import (
 // takes it.
 var bodyRules = httpx.DecodeOptions{Exact: true}
 
+// DecodeBytes decodes JSON the platform receives by its body rules: a
+// request body, or JSON inside a message that follows the same contract
+// (the debug channel's commands, mock outcomes, test-data documents).
+func DecodeBytes(data []byte, dst any) error { return httpx.DecodeBytes(data, dst, bodyRules) }
+
 // bodyError is the platform's answer to a body the toolkit refused (key
 // is the toolkit's code of it): 413 PF-REQUEST-TOO-LARGE over the limit,
 // 422 PF-VALIDATION naming the Content-Type header for another media type,

@@ -16,6 +16,8 @@ func TestStrictDecoding(t *testing.T) {
 	outcome := func(raw string) error { _, err := decodeOutcome([]byte(raw), "/mocks/node:a"); return err }
 	command := func(raw string) error { _, err := DecodeCommand([]byte(raw)); return err }
 	testData := func(raw string) error { _, err := DecodeTestData([]byte(raw)); return err }
+	studio := func(raw string) error { _, err := DecodeStudioCommand([]byte(raw)); return err }
+	mocks := func(raw string) error { _, err := DecodeMocks([]byte(raw), "/mocks"); return err }
 	for _, tc := range []struct {
 		decode      func(string) error
 		raw         string
@@ -30,6 +32,10 @@ func TestStrictDecoding(t *testing.T) {
 		{command, `[1]`, CodeCommand, "", "object"},
 		{testData, `{"schemaVersion":1,"input":{"source":"manual","extra":true}}`, CodeDocTestData, "/input/extra", "unknown property"},
 		{testData, `{"schemaVersion":null}`, CodeDocTestData, "/schemaVersion", "must be an integer"},
+		{studio, `{"advanceTime":{"seconds":1},"advanceTime":{"seconds":2}}`, CodeCommand, "/advanceTime", "more than once"},
+		{studio, `{"next":{}} {}`, CodeCommand, "", "after"},
+		{mocks, `{"node:a":{"output":1},"node:a":{"output":2}}`, CodeRequest, "/mocks/node:a", "more than once"},
+		{mocks, `[1]`, CodeRequest, "/mocks", "object"},
 		{outcome, `{"output":{},"retryable":"yes"}`, CodeRequest, "/mocks/node:a/retryable", "boolean"},
 		{outcome, `{"error":{"code":"E","message":"m","code":"F"}}`, CodeRequest, "/mocks/node:a/error/code", "more than once"},
 	} {
@@ -44,6 +50,12 @@ func TestStrictDecoding(t *testing.T) {
 	}
 	// What the contract accepts still decodes.
 	if err := command(`{"breakpoints":{"node_ids":[]}}`); err != nil {
+		t.Fatal(err)
+	}
+	if err := studio(`{"advanceTime":{"seconds":1}}`); err != nil {
+		t.Fatal(err)
+	}
+	if err := mocks(`{"node:a":[{"output":1},{"error":{"code":"E","message":"m"}}]}`); err != nil {
 		t.Fatal(err)
 	}
 	if err := testData(`{"schemaVersion":1}`); err != nil {

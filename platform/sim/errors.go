@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/agentbridge/bridge/httpx"
+	"github.com/agentbridge/bridge/platform/api"
 )
 
 // Problem codes of the simulator (docs/platform-api.md, "Debug sessions").
@@ -50,13 +51,13 @@ func refuse(code, path, format string, args ...any) *Error {
 	return &Error{Code: code, Path: path, Message: fmt.Sprintf(format, args...)}
 }
 
-// decodeStrict decodes raw into dst with the platform's one strict JSON
-// decoder (httpx.DecodeBytes with the Exact contract, docs/platform-api.md
-// "Shared rules": no unknown, repeated or case-folded properties, no null
-// for a plain value, one JSON value). A refusal is code at path plus the
+// decodeStrict decodes raw into dst by the platform's body rules
+// (api.DecodeBytes, docs/platform-api.md "Shared rules": no unknown,
+// repeated or case-folded properties, no null for a plain value, one JSON
+// value). A refusal is code at path plus the
 // first problem's JSON Pointer, worded "what: problem".
 func decodeStrict(raw []byte, dst any, code, path, what string) error {
-	err := httpx.DecodeBytes(raw, dst, httpx.DecodeOptions{Exact: true})
+	err := api.DecodeBytes(raw, dst)
 	var be *httpx.BodyError
 	if errors.As(err, &be) && len(be.Diagnostics) > 0 {
 		d := be.Diagnostics[0]

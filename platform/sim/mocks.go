@@ -61,8 +61,8 @@ func DecodeMocks(raw json.RawMessage, at string) (Mocks, error) {
 		return out, nil
 	}
 	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &obj); err != nil {
-		return nil, refuse(CodeRequest, at, "mocks must be an object of mock keys")
+	if err := decodeStrict(raw, &obj, CodeRequest, at, "mocks must be an object of mock keys"); err != nil {
+		return nil, err
 	}
 	for k, v := range obj {
 		path := at + "/" + escape(k)

@@ -183,6 +183,11 @@ func (s *Service) studioCommandRoute(c *api.Call) error {
 // DecodeStudioCommand reads a camelCase command (humanDecision,
 // advanceTime, nodeIds).
 func DecodeStudioCommand(data []byte) (Command, error) {
+	// The body as sent meets the strict rules (no repeated keys, valid
+	// UTF-8, one value) before its keys are renamed, which would hide them.
+	if err := decodeStrict(data, new(any), CodeCommand, "", "the command does not decode"); err != nil {
+		return Command{}, err
+	}
 	snake, err := snakeKeys(data)
 	if err != nil {
 		return Command{}, refuse(CodeCommand, "", "the command does not decode: %v", err)

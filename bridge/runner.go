@@ -261,6 +261,13 @@ func (sc *scheduler) launch(ctx context.Context, id string, created func() error
 				return // paused or cancelled in between, or never created
 			}
 		}
+		select {
+		case <-commit.done:
+			if commit.err != nil {
+				return // the start did not commit: nothing of the turn may run
+			}
+		default: // still committing: the turn starts meanwhile and waits before recording
+		}
 		sc.runTurn(ctx, turnCtx, l, commit)
 	}()
 	err := <-startErr
@@ -269,13 +276,14 @@ func (sc *scheduler) launch(ctx context.Context, id string, created func() error
 			err = cerr
 		}
 	}
+	// The turn is cancelled before the failure is announced, so a turn
+	// that sees commit.done closed with an error never starts an agent.
 	commit.err = err
-	close(commit.done)
 	if err != nil {
 		cancel(errStartFailed)
-		return false
 	}
-	return true
+	close(commit.done)
+	return err == nil
 }
 
 // runTurn gives the job's next pending message to the agent and records

@@ -83,7 +83,9 @@ func compactAnswer(v []byte, refs []string) []byte {
 // expandAnswer reverses compactAnswer; a value without the mark (stored
 // before compact records, or with nothing to replace) is returned as is.
 func expandAnswer(v []byte, refs []string) ([]byte, error) {
-	if len(v) == 0 || v[0] != answerMark {
+	// Only a table with compact answers (refs != nil) stores the mark; in
+	// another a body that happens to start with that byte is the body.
+	if refs == nil || len(v) == 0 || v[0] != answerMark {
 		return v, nil
 	}
 	var b bytes.Buffer

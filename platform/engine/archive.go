@@ -118,8 +118,14 @@ func refuseArchived(ctx context.Context, q store.Querier, id string) error {
 	if err != nil {
 		return err
 	}
-	if archived {
-		return refused(CodeRuntimeState, "run %s is archived; restore it (POST .../runs/%s/restore) to read its history, steps and logs", id, id)
+	return refuseArchivedRun(runRow{ID: id, Archived: archived})
+}
+
+// refuseArchivedRun is refuseArchived for a run already read (its row says
+// whether it is archived).
+func refuseArchivedRun(r runRow) error {
+	if r.Archived {
+		return refused(CodeRuntimeState, "run %s is archived; restore it (POST .../runs/%s/restore) to read its history, steps and logs", r.ID, r.ID)
 	}
 	return nil
 }

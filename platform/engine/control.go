@@ -60,7 +60,7 @@ func (s *Service) Replay(ctx context.Context, sc auth.Scope, id string) (ReplayR
 	if err != nil {
 		return ReplayReport{}, err
 	}
-	if err := refuseArchived(ctx, q, r.ID); err != nil {
+	if err := refuseArchivedRun(r); err != nil {
 		return ReplayReport{}, err
 	}
 	var history []kernel.Event

@@ -160,7 +160,7 @@ func (s *Service) RunSteps(ctx context.Context, q StepQuery) ([]PositionedStep, 
 	if err != nil {
 		return nil, err
 	}
-	if err := refuseArchived(ctx, rd, r.ID); err != nil {
+	if err := refuseArchivedRun(r); err != nil {
 		return nil, err
 	}
 	kinds, err := nodeKinds(ctx, rd, r.PublishedVersionID)

@@ -150,11 +150,11 @@ func (s *Service) Cancel(ctx context.Context, tx *sql.Tx, sc auth.Scope, id, rea
 // sc after sequence after, in sequence order (secret values redacted).
 func (s *Service) History(ctx context.Context, sc auth.Scope, id string, after int64, limit int) ([]HistoryEvent, error) {
 	rd := s.db.Reader()
-	_, p, err := s.readRun(ctx, rd, sc, id)
+	r, p, err := s.readRun(ctx, rd, sc, id)
 	if err != nil {
 		return nil, err
 	}
-	if err := refuseArchived(ctx, rd, id); err != nil {
+	if err := refuseArchivedRun(r); err != nil {
 		return nil, err
 	}
 	rows, err := s.listEvents(ctx, rd, id, after, limit)

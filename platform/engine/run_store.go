@@ -119,13 +119,10 @@ func insertRun(ctx context.Context, tx *sql.Tx, r runRow) error {
 	return nil
 }
 
-// saveStep appends the accepted event e with its records and stores the
-// state, the inline-work flag and the run's pending timers, in tx. prev is
-// the state e was applied to; prev.Seq fences concurrent writers. sealed:
-// the event and the state are stored sealed (the run's program holds
+// appendEvent appends the accepted event e of run id with its records in
+// tx. sealed: the event is stored sealed (the run's program holds
 // secrets).
-func (s *Service) saveStep(ctx context.Context, tx *sql.Tx, id string, prev, st kernel.State, e kernel.Event, effects []kernel.Effect, work, sealed bool) error {
-	prevSeq := prev.Seq
+func (s *Service) appendEvent(ctx context.Context, tx *sql.Tx, id string, e kernel.Event, effects []kernel.Effect, sealed bool) error {
 	plain, err := json.Marshal(e)
 	if err != nil {
 		return fmt.Errorf("engine: encode event: %w", err)
@@ -151,7 +148,19 @@ func (s *Service) saveStep(ctx context.Context, tx *sql.Tx, id string, prev, st 
 			records = append(records, raw)
 		}
 	}
-	plain, err = json.Marshal(st)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO platform_run_events(run_id, seq, kind, payload, records, at) VALUES (?, ?, ?, ?, ?, ?)`,
+		id, e.Seq, string(e.Kind), payload, string(compactRecords(records, e.Seq, e.At)), store.Millis(e.At)); err != nil {
+		return fmt.Errorf("engine: append event: %w", err)
+	}
+	return nil
+}
+
+// storeRow stores run id's state st, its inline-work flag and its pending
+// timers at at, in tx. prevSeq and prevTimers are what the row and the
+// due-timer table hold now; prevSeq fences concurrent writers. sealed:
+// the state is stored sealed.
+func (s *Service) storeRow(ctx context.Context, tx *sql.Tx, id string, prevSeq int64, prevTimers map[string]*kernel.Timer, st kernel.State, work bool, at time.Time, sealed bool) error {
+	plain, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("engine: encode state: %w", err)
 	}
@@ -165,12 +174,8 @@ func (s *Service) saveStep(ctx context.Context, tx *sql.Tx, id string, prev, st 
 	} else if state, err = s.seal.maybe(sealed, plain, stateAD(id)); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO platform_run_events(run_id, seq, kind, payload, records, at) VALUES (?, ?, ?, ?, ?, ?)`,
-		id, e.Seq, string(e.Kind), payload, string(compactRecords(records, e.Seq, e.At)), store.Millis(e.At)); err != nil {
-		return fmt.Errorf("engine: append event: %w", err)
-	}
 	res, err := tx.ExecContext(ctx, `UPDATE platform_runs SET status = ?, state = ?, seq = ?, needs_work = ?, updated_at = ?
-		WHERE id = ? AND (seq = ? OR ? = 0)`, string(st.Status), state, st.Seq, work, store.Millis(e.At), id, prevSeq, prevSeq)
+		WHERE id = ? AND (seq = ? OR ? = 0)`, string(st.Status), state, st.Seq, work, store.Millis(at), id, prevSeq, prevSeq)
 	if err != nil {
 		return fmt.Errorf("engine: store state: %w", err)
 	}
@@ -179,7 +184,7 @@ func (s *Service) saveStep(ctx context.Context, tx *sql.Tx, id string, prev, st 
 	} else if n != 1 {
 		return fmt.Errorf("engine: store state of run %s: it changed concurrently", id)
 	}
-	return saveTimers(ctx, tx, id, prev.Timers, st.Timers)
+	return saveTimers(ctx, tx, id, prevTimers, st.Timers)
 }
 
 // saveTimers makes the run's rows in the due-timer table those of timers,

@@ -132,8 +132,14 @@ func (s *Service) apply(ctx context.Context, tx *sql.Tx, r *runRow, p *program, 
 
 // applyWork is apply, also answering the needs_work flag it stored.
 func (s *Service) applyWork(ctx context.Context, tx *sql.Tx, r *runRow, p *program, e kernel.Event) ([]kernel.Effect, bool, error) {
-	prev := r.State.Seq
-	e.Seq, e.At = prev+1, s.timestamp()
+	return s.applyEvent(ctx, tx, r, p, e, nil)
+}
+
+// applyEvent is applyWork; with a cursor c (r is then &c.r), the run's row
+// and timers may be left for c's flush (runCursor).
+func (s *Service) applyEvent(ctx context.Context, tx *sql.Tx, r *runRow, p *program, e kernel.Event, c *runCursor) ([]kernel.Effect, bool, error) {
+	prev := r.State
+	e.Seq, e.At = prev.Seq+1, s.timestamp()
 	if e.ID == "" {
 		e.ID = s.newID()
 	}
@@ -148,24 +154,68 @@ func (s *Service) applyWork(ctx context.Context, tx *sql.Tx, r *runRow, p *progr
 			work = true
 		}
 	}
-	if !work {
+	if !work && (c == nil || !c.noInbox) {
 		held, err := hasInbox(ctx, tx, r.ID)
 		if err != nil {
 			return nil, false, err
 		}
 		work = held
 	}
-	if err := s.saveStep(ctx, tx, r.ID, r.State, st, e, effects, work, !p.sec.none); err != nil {
+	sealed := !p.sec.none
+	if err := s.appendEvent(ctx, tx, r.ID, e, effects, sealed); err != nil {
 		return nil, false, err
+	}
+	own := c != nil && ownRowOnly(p, effects)
+	if c != nil {
+		if !c.dirty {
+			c.dirty, c.rowSeq, c.rowTimers = true, prev.Seq, prev.Timers
+		}
+		c.work = work
 	}
 	if err := indexIncidents(ctx, tx, r.ID, r.Environment, effects); err != nil {
 		return nil, false, err
 	}
 	r.State, r.UpdatedAt = st, e.At
+	switch {
+	case c == nil:
+		if err := s.storeRow(ctx, tx, r.ID, prev.Seq, prev.Timers, st, work, e.At, sealed); err != nil {
+			return nil, false, err
+		}
+	case !own:
+		// The effects may read or flag this run's row (a child that
+		// fails at once holds child_completed for it): stored first.
+		if err := s.flush(ctx, tx, c); err != nil {
+			return nil, false, err
+		}
+		c.noInbox = false
+	}
 	if err := s.perform(ctx, tx, r, p, e, effects); err != nil {
 		return nil, false, err
 	}
 	return effects, work, nil
+}
+
+// ownRowOnly reports whether performing effects leaves the run's own row
+// and inbox alone: records, timers (saveTimers), continue, built-in echo
+// and noop tasks, incidents and the run's end (outbox, log, and the
+// caller's inbox, another run's).
+func ownRowOnly(p *program, effects []kernel.Effect) bool {
+	for _, ef := range effects {
+		switch ef.Kind {
+		case kernel.EffectRecord, kernel.EffectStartTimer, kernel.EffectCancelTimer, kernel.EffectContinue,
+			kernel.EffectOpenIncident, kernel.EffectResolveIncident, kernel.EffectRunCompleted:
+		case kernel.EffectStartTask:
+			if ef.Task == nil || ef.Task.Executor != kernel.ExecutorConnector {
+				return false
+			}
+			if a := p.adapters[ef.Task.Ref]; a != adapterEcho && a != adapterNoop {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // Run drives runs until ctx is cancelled: held events, inline work
@@ -356,11 +406,14 @@ func (s *Service) drive(ctx context.Context, id string) error {
 			var c runCursor
 			for range eventsPerCommit {
 				var err error
-				if more, err = s.step1(ctx, tx, id, &c); err != nil || !more {
+				if more, err = s.step1(ctx, tx, id, &c); err != nil {
 					return err
 				}
+				if !more {
+					break
+				}
 			}
-			return nil
+			return s.flush(ctx, tx, &c)
 		})
 		if err != nil || !more {
 			return err
@@ -370,14 +423,12 @@ func (s *Service) drive(ctx context.Context, id string) error {
 }
 
 // inline does up to eventsPerCommit events of r's inline work in tx (the
-// transaction that started it, which just applied r's started event with
-// program p and stored the needs_work flag work), so a run of built-in
-// steps usually ends in one commit; the loop does the rest. r is brought
-// up to date.
-func (s *Service) inline(ctx context.Context, tx *sql.Tx, r *runRow, p *program, work bool) error {
-	c := runCursor{r: *r, p: p, loaded: true, flagged: work}
+// transaction that started it: c holds r just after its started event),
+// so a run of built-in steps usually ends in one commit; the loop does the
+// rest. c's row is stored (flush) before it returns.
+func (s *Service) inline(ctx context.Context, tx *sql.Tx, c *runCursor) error {
 	for range eventsPerCommit {
-		more, err := s.step1(ctx, tx, r.ID, &c)
+		more, err := s.step1(ctx, tx, c.r.ID, c)
 		if err != nil {
 			return err
 		}
@@ -385,8 +436,7 @@ func (s *Service) inline(ctx context.Context, tx *sql.Tx, r *runRow, p *program,
 			break
 		}
 	}
-	*r = c.r
-	return nil
+	return s.flush(ctx, tx, c)
 }
 
 // runCursor is a run being advanced by one transaction: its row and
@@ -396,6 +446,12 @@ func (s *Service) inline(ctx context.Context, tx *sql.Tx, r *runRow, p *program,
 // transaction's own events (apply, which updates r) change a run's state
 // in it; the effects of an event change other runs, and hold events for
 // the run at most, which only sets its needs_work flag.
+//
+// The events are appended one by one, but the run's row (state, flags)
+// and its timers are stored once, by flush, when the transaction is done
+// with the run or before an effect that may touch the run's own row
+// (ownRowOnly): a 3-step run started in one transaction writes its row
+// once instead of three times (BENCHMARKS.md, "Runs/s: CPU per run").
 type runCursor struct {
 	r      runRow
 	p      *program
@@ -403,15 +459,38 @@ type runCursor struct {
 	// flagged: this transaction stored needs_work = 1 with r's state,
 	// so the flag is still set.
 	flagged bool
+	// noInbox: no event is held for the run: the inbox was found empty
+	// (or the run was created) in this transaction, and no effect since
+	// could hold one for it.
+	noInbox bool
+	// dirty: r's state, the flag work and the state's timers are not
+	// stored yet; the row holds rowSeq and the due-timer table the
+	// timers of rowTimers.
+	dirty     bool
+	work      bool
+	rowSeq    int64
+	rowTimers map[string]*kernel.Timer
+}
+
+// flush stores c's row and timers if they are dirty.
+func (s *Service) flush(ctx context.Context, tx *sql.Tx, c *runCursor) error {
+	if !c.dirty {
+		return nil
+	}
+	if err := s.storeRow(ctx, tx, c.r.ID, c.rowSeq, c.rowTimers, c.r.State, c.work, c.r.UpdatedAt, !c.p.sec.none); err != nil {
+		return err
+	}
+	c.dirty, c.rowTimers = false, nil
+	return nil
 }
 
 // current brings c up to date with run id in tx and answers the run's
 // needs_work flag. Once loaded, it reads only the row's sequence and
-// flags (none when c is flagged), and reloads the row if another write
-// changed it after all.
+// flags (none when c is flagged or holds the row unstored), and reloads
+// the row if another write changed it after all.
 func (s *Service) current(ctx context.Context, tx *sql.Tx, id string, c *runCursor) (bool, error) {
-	if c.loaded && c.flagged {
-		return true, nil
+	if c.loaded && (c.flagged || c.dirty) {
+		return c.flagged, nil
 	}
 	seq, work, paused, err := workFlags(ctx, tx, id)
 	if err != nil {
@@ -444,9 +523,14 @@ func (s *Service) step1(ctx context.Context, tx *sql.Tx, id string, c *runCursor
 	if !work || r.Paused {
 		return false, nil
 	}
-	e, held, ok, err := s.nextHeld(ctx, tx, id)
-	if err != nil {
-		return false, err
+	var e kernel.Event
+	var held int64
+	var ok bool
+	if !c.noInbox {
+		if e, held, ok, err = s.nextHeld(ctx, tx, id); err != nil {
+			return false, err
+		}
+		c.noInbox = !ok
 	}
 	if ok {
 		if err := takeHeld(ctx, tx, held); err != nil {
@@ -455,6 +539,9 @@ func (s *Service) step1(ctx context.Context, tx *sql.Tx, id string, c *runCursor
 	} else {
 		if r.State.Status.Terminal() {
 			c.flagged = false
+			if err := s.flush(ctx, tx, c); err != nil {
+				return false, err
+			}
 			return false, clearWork(ctx, tx, id, r.State.Seq)
 		}
 		e = kernel.Event{Kind: kernel.EventContinue}
@@ -462,10 +549,13 @@ func (s *Service) step1(ctx context.Context, tx *sql.Tx, id string, c *runCursor
 			e = kernel.Event{Kind: kernel.EventTaskCompleted, TaskID: task, Output: out}
 		}
 	}
-	_, stored, err := s.applyWork(ctx, tx, r, p, e)
+	_, stored, err := s.applyEvent(ctx, tx, r, p, e, c)
 	c.flagged = stored
 	if err != nil {
 		if kernel.ErrorCode(err) == "" {
+			return false, err
+		}
+		if err := s.flush(ctx, tx, c); err != nil {
 			return false, err
 		}
 		// Refused (a held event that no longer applies, nothing to

@@ -155,14 +155,17 @@ func (rs *RunStart) commit(ctx context.Context, tx *sql.Tx) (runRow, error) {
 	if err != nil {
 		return runRow{}, err
 	}
-	_, work, err := s.applyWork(ctx, tx, &run, rs.p, kernel.Event{Kind: kernel.EventStarted, RunID: run.ID, Input: input})
+	// The run is new: no event is held for it.
+	c := runCursor{r: run, p: rs.p, loaded: true, noInbox: true}
+	_, work, err := s.applyEvent(ctx, tx, &c.r, rs.p, kernel.Event{Kind: kernel.EventStarted, RunID: run.ID, Input: input}, &c)
 	if err != nil {
 		return runRow{}, refusal(err)
 	}
-	if err := s.inline(ctx, tx, &run, rs.p, work); err != nil {
+	c.flagged = work
+	if err := s.inline(ctx, tx, &c); err != nil {
 		return runRow{}, err
 	}
-	return run, nil
+	return c.r, nil
 }
 
 // check answers the refusal the kernel would give the start now (nil when

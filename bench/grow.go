@@ -102,7 +102,7 @@ func growRuns(dir string, n int, progress func(string)) error {
 		{"platform_run_events", "t.run_id = ?1", map[string]string{"run_id": id, "at": "t.at - n.i"}},
 		{"platform_run_logs", "t.run_id = ?1", map[string]string{"id": "NULL", "run_id": id, "at": "t.at - n.i"}},
 		{"platform_idempotency", "t.key = ?4", map[string]string{"id": "randomblob(16)", "key": "t.key || '-' || n.i", "created_at": "t.created_at - n.i"}},
-		{"platform_access_audit", "t.seq = (SELECT max(seq) FROM platform_access_audit WHERE method = 'POST')",
+		{"platform_access_decisions", "t.seq = (SELECT max(seq) FROM platform_access_audit WHERE method = 'POST')",
 			map[string]string{"seq": "NULL", "request_id": "t.request_id || n.i", "at": "t.at - n.i"}},
 	}
 	queries := make([]string, len(copies))

@@ -3,8 +3,10 @@ package identity
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,6 +33,9 @@ type AuditLog struct {
 	db  *store.DB
 	log *slog.Logger
 	ch  chan api.Decision
+	// contexts are the keys of the access contexts stored, read and
+	// written by the writer goroutine only.
+	contexts map[auditContext]int64
 	// pending counts decisions recorded and not yet written.
 	pending atomic.Int64
 
@@ -42,7 +47,7 @@ type AuditLog struct {
 
 // NewAuditLog starts the writer.
 func NewAuditLog(db *store.DB, log *slog.Logger) *AuditLog {
-	a := &AuditLog{db: db, log: log, ch: make(chan api.Decision, auditQueue), stop: make(chan struct{}), done: make(chan struct{})}
+	a := &AuditLog{db: db, log: log, ch: make(chan api.Decision, auditQueue), contexts: map[auditContext]int64{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go a.run()
 	return a
 }
@@ -125,19 +130,63 @@ func (a *AuditLog) drain() {
 	}
 }
 
-// auditRowsPerInsert is how many rows one INSERT statement carries (14
+// auditRowsPerInsert is how many rows one INSERT statement carries (4
 // parameters each, far below SQLite's limit); multi-row inserts cut the
 // per-row cost of the audit roughly in half.
 const auditRowsPerInsert = 64
 
-const auditInsert = `INSERT INTO platform_access_audit(at, request_id, method, route, principal_id, action, capability,
-	tenant_id, project_id, environment_id, resource_id, allowed, reason, grant_id) VALUES `
+// A decision is stored as its time, request id, resource and the key of
+// its context in platform_access_contexts (migration
+// 0036_access_audit_compact): the rest repeats for every request of a
+// principal on a route. platform_access_audit is the view that joins them.
+const auditInsert = `INSERT INTO platform_access_decisions(at, request_id, context_id, resource_id) VALUES `
+
+// auditContext is a decision without its time, request id and resource:
+// one row of platform_access_contexts.
+type auditContext struct {
+	method, route, principal, action, capability string
+	tenant, project, environment                 string
+	allowed                                      bool
+	reason, grant                                string
+}
+
+func contextOf(d api.Decision) auditContext {
+	return auditContext{d.Method, d.Route, d.PrincipalID, d.Action, string(d.Capability),
+		d.Scope.Tenant, d.Scope.Project, d.Scope.Environment, d.Allowed, d.Reason, d.GrantID}
+}
+
+// contextID answers the key of c, stored in tx if it is new. known holds
+// the keys committed before; added those found or stored in this
+// transaction, merged into known once it commits.
+func contextID(tx *sql.Tx, c auditContext, known, added map[auditContext]int64) (int64, error) {
+	if id, ok := known[c]; ok {
+		return id, nil
+	}
+	if id, ok := added[c]; ok {
+		return id, nil
+	}
+	args := []any{c.method, c.route, c.principal, c.action, c.capability, c.tenant, c.project, c.environment, c.allowed, c.reason, c.grant}
+	var id int64
+	err := tx.QueryRow(`SELECT id FROM platform_access_contexts WHERE method = ? AND route = ? AND principal_id = ? AND action = ?
+		AND capability = ? AND tenant_id = ? AND project_id = ? AND environment_id = ? AND allowed = ? AND reason = ? AND grant_id = ?`, args...).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = tx.QueryRow(`INSERT INTO platform_access_contexts(method, route, principal_id, action, capability, tenant_id, project_id,
+			environment_id, allowed, reason, grant_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, args...).Scan(&id)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("access context: %w", err)
+	}
+	added[c] = id
+	return id, nil
+}
 
 func (a *AuditLog) write(batch []api.Decision) {
+	var added map[auditContext]int64
 	// A background context: decisions are written even while the daemon
 	// shuts down (the database closes after every subsystem).
 	err := a.db.Write(context.Background(), func(tx *sql.Tx) error {
-		args := make([]any, 0, auditRowsPerInsert*14)
+		added = map[auditContext]int64{} // a retried transaction starts over
+		args := make([]any, 0, auditRowsPerInsert*4)
 		var full *sql.Stmt // the statement of a whole chunk, prepared once
 		defer func() {
 			if full != nil {
@@ -148,8 +197,11 @@ func (a *AuditLog) write(batch []api.Decision) {
 			n := min(len(rest), auditRowsPerInsert)
 			args = args[:0]
 			for _, d := range rest[:n] {
-				args = append(args, store.Millis(d.At), d.RequestID, d.Method, d.Route, d.PrincipalID, d.Action, string(d.Capability),
-					d.Scope.Tenant, d.Scope.Project, d.Scope.Environment, d.Scope.Resource, d.Allowed, d.Reason, d.GrantID)
+				id, err := contextID(tx, contextOf(d), a.contexts, added)
+				if err != nil {
+					return err
+				}
+				args = append(args, store.Millis(d.At), d.RequestID, id, d.Scope.Resource)
 			}
 			var err error
 			if n == auditRowsPerInsert {
@@ -168,6 +220,9 @@ func (a *AuditLog) write(batch []api.Decision) {
 		}
 		return nil
 	})
+	if err == nil {
+		maps.Copy(a.contexts, added)
+	}
 	a.pending.Add(-int64(len(batch)))
 	if err != nil {
 		a.log.Error("platform: could not record access decisions", "count", len(batch), "err", fmt.Errorf("audit: %w", err))
@@ -176,13 +231,13 @@ func (a *AuditLog) write(batch []api.Decision) {
 
 // auditValues is the VALUES list of n rows.
 func auditValues(n int) string {
-	const row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	const row = "(?, ?, ?, ?)"
 	return strings.Repeat(row+", ", n-1) + row
 }
 
 // PruneAudit deletes decisions older than cutoff.
 func PruneAudit(ctx context.Context, tx *sql.Tx, cutoff time.Time) (int64, error) {
-	res, err := tx.ExecContext(ctx, `DELETE FROM platform_access_audit WHERE at < ?`, store.Millis(cutoff))
+	res, err := tx.ExecContext(ctx, `DELETE FROM platform_access_decisions WHERE at < ?`, store.Millis(cutoff))
 	if err != nil {
 		return 0, fmt.Errorf("identity: prune access audit: %w", err)
 	}

@@ -22,12 +22,7 @@ import (
 // platform embeds them; identity cannot import platform).
 func openDB(t *testing.T) *store.DB {
 	t.Helper()
-	var migs []store.Migration
-	for i, name := range []string{"0001_boot", "0002_access", "0003_access_audit"} {
-		data := mustRead(t, filepath.Join("..", "migrations", name+".sql"))
-		migs = append(migs, store.Migration{Version: i + 1, Name: name, SQL: data})
-	}
-	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), migs, store.Options{})
+	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), auditMigrations(t, 99), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,6 +32,21 @@ func openDB(t *testing.T) *store.DB {
 
 // TestAuditLogLosesNothingOnClose records many decisions from many
 // goroutines and closes at once: every one is written.
+// auditMigrations are the access migrations up to version upTo.
+func auditMigrations(t *testing.T, upTo int) []store.Migration {
+	var migs []store.Migration
+	for _, m := range []struct {
+		version int
+		name    string
+	}{{1, "0001_boot"}, {2, "0002_access"}, {3, "0003_access_audit"}, {36, "0036_access_audit_compact"}} {
+		if m.version <= upTo {
+			data := mustRead(t, filepath.Join("..", "migrations", m.name+".sql"))
+			migs = append(migs, store.Migration{Version: m.version, Name: m.name, SQL: data})
+		}
+	}
+	return migs
+}
+
 func TestAuditLogLosesNothingOnClose(t *testing.T) {
 	is := is.New(t)
 	db := openDB(t)

@@ -117,7 +117,7 @@ func packHistory(ctx context.Context, tx *sql.Tx, id string) (packed []byte, nEv
 			if err != nil {
 				return err
 			}
-			records, err := expandRecords([]byte(e.Records), e.Seq, at)
+			records, err := expandRecords([]byte(e.Records), e.Seq, at, []byte(e.Payload))
 			if err != nil {
 				return err
 			}

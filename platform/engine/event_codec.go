@@ -22,6 +22,32 @@ import (
 // before, and sealed payloads, are stored whole and read as stored.
 const compactMark = '~'
 
+// noIDMark starts records stored compact that also leave out their event
+// id: every record names the event it belongs to, whose id the compact
+// payload of the same row starts with (payloadEventID), so the records of
+// an unsealed event name it once instead of once each.
+const noIDMark = '='
+
+// payloadIDSpan is how many bytes of a stored payload payloadEventID
+// reads at most (readers of records select no more of the payload): a
+// longer id is not left out of the records.
+const payloadIDSpan = 64
+
+// payloadEventID answers the event id a stored payload starts with: a
+// compact payload is ~"id":"<id>",... (the kernel encodes the id first
+// after seq, time and kind). "" for a whole or sealed payload.
+func payloadEventID(stored []byte) []byte {
+	const head = `~"id":"`
+	if !bytes.HasPrefix(stored, []byte(head)) {
+		return nil
+	}
+	end := bytes.IndexByte(stored[len(head):], '"')
+	if end <= 0 || len(head)+end+1 > payloadIDSpan || bytes.IndexByte(stored[len(head):len(head)+end], '\\') >= 0 {
+		return nil
+	}
+	return stored[len(head) : len(head)+end]
+}
+
 // eventPrefix is how the JSON of an event of seq, time at and kind starts.
 func eventPrefix(seq int64, at time.Time, kind string) ([]byte, error) {
 	t, err := json.Marshal(at)
@@ -109,8 +135,10 @@ func splitRecord(r, seqField []byte) (head, mid int, ok bool) {
 
 // compactRecords answers the stored form of an event's records, given
 // each record's JSON: each without its seq and observed time when every
-// record has them as the event's, else the whole array.
-func compactRecords(recs [][]byte, seq int64, at time.Time) []byte {
+// record has them as the event's, else the whole array. eventID is the
+// id the event's stored payload starts with (payloadEventID), nil when
+// none: when every record names it, they leave it out too (noIDMark).
+func compactRecords(recs [][]byte, seq int64, at time.Time, eventID []byte) []byte {
 	size := 2 + len(recs)
 	for _, r := range recs {
 		size += len(r)
@@ -128,8 +156,13 @@ func compactRecords(recs [][]byte, seq int64, at time.Time) []byte {
 	if err != nil {
 		return whole()
 	}
+	var idField []byte
+	if len(eventID) > 0 {
+		idField = append(append([]byte(`"event_id":"`), eventID...), '"', ',')
+	}
 	out := make([]byte, 0, size)
 	out = append(out, compactMark, '[')
+	noID := idField != nil
 	for i, r := range recs {
 		head, mid, ok := splitRecord(r, seqField)
 		if !ok || !bytes.HasPrefix(r[mid:], atField) {
@@ -141,15 +174,43 @@ func compactRecords(recs [][]byte, seq int64, at time.Time) []byte {
 		out = append(out, r[:head]...)
 		out = append(out, r[head+len(seqField):mid]...)
 		out = append(out, r[mid+len(atField):]...)
+		noID = noID && bytes.Equal(r[head+len(seqField):mid], idField)
 	}
-	return append(out, ']')
+	out = append(out, ']')
+	if !noID {
+		return out
+	}
+	// Every record names the payload's event: cut "event_id":"<id>", out
+	// of each compact record (the scan expandRecords makes finds it).
+	short := make([]byte, 0, len(out))
+	short = append(short, noIDMark)
+	for _, r := range recs {
+		head, mid, _ := splitRecord(r, seqField)
+		if len(short) > 1 {
+			short = append(short, ',')
+		} else {
+			short = append(short, '[')
+		}
+		short = append(short, r[:head]...)
+		short = append(short, r[mid+len(atField):]...)
+	}
+	return append(short, ']')
 }
 
 // expandRecords answers an event's records (JSON array) from their stored
-// form.
-func expandRecords(stored []byte, seq int64, at time.Time) ([]byte, error) {
-	if len(stored) == 0 || stored[0] != compactMark {
+// form. payload is the event's stored payload (at least its start), which
+// names the event id of records stored with noIDMark.
+func expandRecords(stored []byte, seq int64, at time.Time, payload []byte) ([]byte, error) {
+	if len(stored) == 0 || (stored[0] != compactMark && stored[0] != noIDMark) {
 		return stored, nil
+	}
+	var idField []byte
+	if stored[0] == noIDMark {
+		id := payloadEventID(payload)
+		if id == nil {
+			return nil, fmt.Errorf("engine: records of event %d: the payload names no event id", seq)
+		}
+		idField = append(append([]byte(`"event_id":"`), id...), '"', ',')
 	}
 	var recs []json.RawMessage
 	if err := json.Unmarshal(stored[1:], &recs); err != nil {
@@ -159,17 +220,31 @@ func expandRecords(stored []byte, seq int64, at time.Time) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: records of event %d: %w", seq, err)
 	}
-	out := make([]byte, 0, len(stored)+len(recs)*(len(seqField)+len(atField)))
+	out := make([]byte, 0, len(stored)+len(recs)*(len(seqField)+len(atField)+len(idField)))
 	out = append(out, '[')
 	for i, r := range recs {
 		// The compact record is {"type":T,"event_id":E,rest: head ends
-		// after T, mid after E.
+		// after T, mid after E; without its event id, {"type":T,rest.
 		const typ, ev = `{"type":"`, `"event_id":"`
 		end := bytes.IndexByte(r[min(len(typ), len(r)):], '"')
 		if !bytes.HasPrefix(r, []byte(typ)) || end < 0 {
 			return nil, fmt.Errorf("engine: records of event %d: record %d is not compact", seq, i)
 		}
 		head := len(typ) + end + 2
+		if idField != nil {
+			if head > len(r) {
+				return nil, fmt.Errorf("engine: records of event %d: record %d is not compact", seq, i)
+			}
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = append(out, r[:head]...)
+			out = append(out, seqField...)
+			out = append(out, idField...)
+			out = append(out, atField...)
+			out = append(out, r[head:]...)
+			continue
+		}
 		e := bytes.IndexByte(r[min(head+len(ev), len(r)):], '"')
 		if head+len(ev) > len(r) || !bytes.HasPrefix(r[head:], []byte(ev)) || e < 0 {
 			return nil, fmt.Errorf("engine: records of event %d: record %d is not compact", seq, i)

@@ -164,15 +164,15 @@ func nodeKinds(ctx context.Context, q store.Querier, versionID string) (map[stri
 // scanRecords feeds the history records of run id's events up to seq, in
 // seq order, to fn with the task and error of a task_failed event.
 func scanRecords(ctx context.Context, q store.Querier, id string, upTo int64, fn func([]kernel.Record, string, *kernel.TaskError)) error {
-	return eachRow(ctx, q, "read run records", `SELECT seq, kind, at, records, CASE WHEN kind = ? THEN payload ELSE '' END FROM platform_run_events
-		WHERE run_id = ? AND seq <= ? AND records <> '[]' ORDER BY seq`, []any{string(kernel.EventTaskFailed), id, upTo},
+	return eachRow(ctx, q, "read run records", `SELECT seq, kind, at, records, CASE WHEN kind = ? THEN payload ELSE substr(payload, 1, ?) END FROM platform_run_events
+		WHERE run_id = ? AND seq <= ? AND records <> '[]' ORDER BY seq`, []any{string(kernel.EventTaskFailed), payloadIDSpan, id, upTo},
 		func(rows *sql.Rows) error {
 			var records, payload, kind string
 			var seq, at int64
 			if err := rows.Scan(&seq, &kind, &at, &records, &payload); err != nil {
 				return err
 			}
-			full, err := expandRecords([]byte(records), seq, store.FromMillis(at))
+			full, err := expandRecords([]byte(records), seq, store.FromMillis(at), []byte(payload))
 			if err != nil {
 				return err
 			}
@@ -181,7 +181,7 @@ func scanRecords(ctx context.Context, q store.Querier, id string, upTo int64, fn
 				return fmt.Errorf("stored records of run %s: %w", id, err)
 			}
 			var e kernel.Event
-			if payload != "" {
+			if kind == string(kernel.EventTaskFailed) {
 				plain, err := expandPayload([]byte(payload), seq, store.FromMillis(at), kind)
 				if err != nil {
 					return err
@@ -221,15 +221,16 @@ func listLogLines(ctx context.Context, q store.Querier, f LogQuery) ([]LogEntry,
 	}
 	items := []LogEntry{}
 	var recs eventRecordCache
-	err := eachRow(ctx, q, "list run logs", `SELECT l.id, l.at, l.seq, l.level, l.type, l.node_id, l.message, l.data, l.record, e.records, e.at
+	err := eachRow(ctx, q, "list run logs", `SELECT l.id, l.at, l.seq, l.level, l.type, l.node_id, l.message, l.data, l.record, e.records, e.at, substr(e.payload, 1, ?)
 		FROM platform_run_logs l LEFT JOIN platform_run_events e ON l.record IS NOT NULL AND e.run_id = l.run_id AND e.seq = l.seq
-		WHERE `+where+` ORDER BY l.id LIMIT ?`, append(args, f.Limit),
+		WHERE `+where+` ORDER BY l.id LIMIT ?`, append(append([]any{payloadIDSpan}, args...), f.Limit),
 		func(rows *sql.Rows) error {
 			var l LogEntry
 			var at int64
 			var seq, record, eventAt sql.NullInt64
 			var node, data, records sql.NullString
-			if err := rows.Scan(&l.ID, &at, &seq, &l.Level, &l.Type, &node, &l.Message, &data, &record, &records, &eventAt); err != nil {
+			var payload []byte
+			if err := rows.Scan(&l.ID, &at, &seq, &l.Level, &l.Type, &node, &l.Message, &data, &record, &records, &eventAt, &payload); err != nil {
 				return err
 			}
 			l.At, l.NodeID = store.FromMillis(at), nullable(node)
@@ -240,7 +241,7 @@ func listLogLines(ctx context.Context, q store.Querier, f LogQuery) ([]LogEntry,
 				l.Data = json.RawMessage(data.String)
 			}
 			if record.Valid {
-				rec, err := recs.record(seq.Int64, store.FromMillis(eventAt.Int64), records.String, record.Int64)
+				rec, err := recs.record(seq.Int64, store.FromMillis(eventAt.Int64), records.String, payload, record.Int64)
 				if err != nil {
 					return fmt.Errorf("log line %d of run %s: %w", l.ID, f.RunID, err)
 				}
@@ -260,11 +261,11 @@ type eventRecordCache struct {
 }
 
 // record answers record index of event seq (at), whose stored records
-// are text.
-func (c *eventRecordCache) record(seq int64, at time.Time, text string, index int64) (json.RawMessage, error) {
+// are text and whose stored payload starts with payload.
+func (c *eventRecordCache) record(seq int64, at time.Time, text string, payload []byte, index int64) (json.RawMessage, error) {
 	if c.recs == nil || c.seq != seq {
 		c.seq, c.recs = seq, nil
-		full, err := expandRecords([]byte(text), seq, at)
+		full, err := expandRecords([]byte(text), seq, at, payload)
 		if err != nil {
 			return nil, err
 		}

@@ -132,6 +132,10 @@ func (s *Service) appendEvent(ctx context.Context, tx *sql.Tx, id string, e kern
 	if !sealed {
 		plain = compactPayload(plain, e.Seq, e.At, string(e.Kind))
 	}
+	var eventID []byte // the id the stored payload starts with, if any
+	if !sealed {
+		eventID = payloadEventID(plain)
+	}
 	payload, err := s.seal.maybe(sealed, plain, eventAD(id, e.Seq))
 	if err != nil {
 		return err
@@ -149,7 +153,7 @@ func (s *Service) appendEvent(ctx context.Context, tx *sql.Tx, id string, e kern
 		}
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO platform_run_events(run_id, seq, kind, payload, records, at) VALUES (?, ?, ?, ?, ?, ?)`,
-		id, e.Seq, string(e.Kind), payload, string(compactRecords(records, e.Seq, e.At)), store.Millis(e.At)); err != nil {
+		id, e.Seq, string(e.Kind), payload, string(compactRecords(records, e.Seq, e.At, eventID)), store.Millis(e.At)); err != nil {
 		return fmt.Errorf("engine: append event: %w", err)
 	}
 	return nil
@@ -274,7 +278,7 @@ func (s *Service) listEvents(ctx context.Context, q store.Querier, id string, af
 		if err != nil {
 			return nil, fmt.Errorf("engine: event %d of run %s: %w", e.Seq, id, err)
 		}
-		recs, err := expandRecords([]byte(records), e.Seq, e.At)
+		recs, err := expandRecords([]byte(records), e.Seq, e.At, []byte(payload))
 		if err != nil {
 			return nil, fmt.Errorf("engine: event %d of run %s: %w", e.Seq, id, err)
 		}

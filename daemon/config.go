@@ -149,5 +149,8 @@ const (
 	OwnerTokenFile = "owner.token"
 	DatabaseFile   = "bridge.db"
 	EventsFile     = "events.bolt"
-	DaemonFile     = "daemon.json"
+	// JournalFile is the broker's write-ahead journal in front of
+	// events.bolt (store/broker/bolt_journal.go, docs/retention.md).
+	JournalFile = "events.journal"
+	DaemonFile  = "daemon.json"
 )

@@ -153,7 +153,10 @@ func Start(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	}
 	closers = append(closers, d.Bolt.Close)
 
-	d.Broker, err = openBroker(ctx, d.Bolt, brokerRetention(opts.Config.Events))
+	retention := brokerRetention(opts.Config.Events)
+	retention.JournalPath = filepath.Join(dir, JournalFile)
+	retention.Logger = d.log
+	d.Broker, err = openBroker(ctx, d.Bolt, retention)
 	if err != nil {
 		return nil, err
 	}
@@ -380,7 +383,7 @@ func boltOpenError(dir string, err error) error {
 		}
 		return errors.New(msg)
 	}
-	return fmt.Errorf("%s is unreadable or corrupt (%v); move it aside to start with an empty event log", filepath.Join(dir, EventsFile), err)
+	return fmt.Errorf("%s is unreadable or corrupt (%v); move it aside (with %s) to start with an empty event log", filepath.Join(dir, EventsFile), err, JournalFile)
 }
 
 func listen(host string, port int, name, hint string) (net.Listener, error) {

@@ -67,6 +67,8 @@ func openBroker(t testing.TB, path string) (*bolt.DB, *broker.Bolt) {
 		MaxMessageBytes: 1<<20 + MaxEnvelopeOverhead,
 		DeliveryOptions: broker.DeliveryOptions{MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond},
 		CommitInterval:  10 * time.Millisecond,
+		// As the daemon publishes (daemon.JournalFile).
+		JournalPath: filepath.Join(filepath.Dir(path), "events.journal"),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -62,6 +62,23 @@ type BoltOptions struct {
 	// Default 20,000.
 	MaxBatchMessages int
 
+	// JournalPath, when set, puts a write-ahead journal in front of bbolt
+	// (bolt_journal.go): Publish returns once its messages are in the
+	// journal and fdatasynced (one fsync per group of publishes instead of
+	// bbolt's two), and a background goroutine applies them to bbolt in
+	// fsynced transactions. The broker replays the journal when it opens.
+	// The daemon uses events.journal next to events.bolt. Default: none,
+	// every group of publishes is its own bbolt transaction.
+	JournalPath string
+	// JournalRewindBytes is how far the journal grows before the writer goes
+	// back to its start, which it does once bbolt holds everything
+	// journaled (it waits for that at four times this size). Default 4 MiB.
+	JournalRewindBytes int64
+	// MaxPendingBytes bounds the journaled records not yet applied to bbolt
+	// (held in memory for readers): past it, the writer waits for the
+	// applier. Default 64 MiB.
+	MaxPendingBytes int64
+
 	// Logger receives operational errors from background work. Default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock for message timestamps and retention age, for tests;
@@ -98,6 +115,12 @@ func (o BoltOptions) withDefaults() BoltOptions {
 	if o.MaxBatchMessages <= 0 {
 		o.MaxBatchMessages = 20_000
 	}
+	if o.JournalRewindBytes <= 0 {
+		o.JournalRewindBytes = 4 << 20
+	}
+	if o.MaxPendingBytes <= 0 {
+		o.MaxPendingBytes = 64 << 20
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -130,6 +153,10 @@ func (o BoltOptions) withDefaults() BoltOptions {
 // until it is removed with DeleteGroup. A new group starts at the oldest
 // retained message.
 //
+// With BoltOptions.JournalPath the groups go to a write-ahead journal first
+// (one fdatasync each) and reach bbolt in the background (bolt_journal.go,
+// bolt_apply.go).
+//
 // Bolt does not own the *bbolt.DB: Close stops the broker, the caller closes
 // the database afterwards. Publish is only durable if the database was opened
 // without NoSync.
@@ -157,12 +184,27 @@ type Bolt struct {
 	// transaction has committed, and webhook ingest publishes one per
 	// request (BENCHMARKS.md, "The chat turn and the ingest acknowledgement").
 	recs sync.Pool
+
+	// With a journal (nil without): see bolt_journal.go and bolt_apply.go.
+	j         *journal
+	jerr      error            // the journal's first write error: publishing stops (writer only)
+	next      map[string]int64 // next offset per topic (writer only)
+	pmu       sync.RWMutex
+	pending   map[string]*pendingTopic // journaled, not yet in bbolt
+	amu       sync.Mutex
+	acond     *sync.Cond
+	applyQ    []applyBatch
+	wdone     bool          // the writer has stopped: the applier drains and stops
+	applied   uint64        // journal sequence after the last frame applied to bbolt
+	pbytes    int64         // bytes of records in pending
+	appliedCh chan struct{} // closed and replaced after every apply
 }
 
 // maxPooledRecord bounds the record buffers kept for reuse.
 const maxPooledRecord = 64 << 10
 
-// Commits reports how many publish transactions have committed: with
+// Commits reports how many groups of publishes have been made durable
+// (journal fdatasyncs with a journal, bbolt transactions without): with
 // concurrent publishers, fewer than Publish calls (group commit).
 func (b *Bolt) Commits() int64 { return b.commits.Load() }
 
@@ -196,11 +238,26 @@ func NewBolt(db *bolt.DB, opts BoltOptions) (*Bolt, error) {
 		groups:  make(map[string]*group),
 		subs:    make(map[*boltSub]struct{}),
 	}
+	if b.opts.JournalPath != "" {
+		maxFrame := b.opts.MaxMessageBytes + journalFrameFixed + maxTopicLen
+		j, err := openJournal(b.opts.JournalPath, db, maxFrame, b.opts.Logger.Warn)
+		if err != nil {
+			return nil, fmt.Errorf("broker: new bolt: %w", err)
+		}
+		b.j = j
+	}
 	if err := b.load(); err != nil {
+		if b.j != nil {
+			b.j.f.Close()
+		}
 		return nil, fmt.Errorf("broker: new bolt: %w", err)
 	}
 	b.bg.Add(3)
-	go b.writeLoop()
+	if b.j != nil {
+		b.startJournal()
+	} else {
+		go b.writeLoop(func(batch []*publishReq, _ int) error { return b.commit(batch) })
+	}
 	go b.flushLoop()
 	go b.retentionLoop(b.opts.retentionEnabled(), b.opts.RetentionInterval)
 	return b, nil
@@ -279,6 +336,10 @@ func (b *Bolt) Publish(ctx context.Context, msgs ...Message) error {
 	}
 	select {
 	case err := <-req.done:
+		if b.j != nil {
+			// The applier recycles journaled records once bbolt has them.
+			return err
+		}
 		// The transaction is over: bbolt no longer holds the records.
 		for _, rec := range req.recs {
 			if cap(rec) <= maxPooledRecord {
@@ -292,8 +353,9 @@ func (b *Bolt) Publish(ctx context.Context, msgs ...Message) error {
 }
 
 // writeLoop is the single writer: it takes one request, then everything
-// else already waiting, and commits them in one transaction.
-func (b *Bolt) writeLoop() {
+// else already waiting, and commits them in one transaction (or, with a
+// journal, journals them: bolt_apply.go).
+func (b *Bolt) writeLoop(write func(batch []*publishReq, n int) error) {
 	defer b.bg.Done()
 	var batch []*publishReq
 	for {
@@ -314,7 +376,7 @@ func (b *Bolt) writeLoop() {
 				break drain
 			}
 		}
-		err := b.commit(batch)
+		err := write(batch, n)
 		for _, req := range batch {
 			req.done <- err
 		}
@@ -416,8 +478,14 @@ func (b *Bolt) Read(ctx context.Context, topic string, fromOffset int64, limit i
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("broker: read %s: %w", topic, err)
 	}
+	// Messages not yet applied to bbolt come from memory; taken first, so
+	// whatever bbolt lacks of the offsets below them it held already.
+	tail, tailBase, err := b.readPending(topic, max(fromOffset, 0), limit)
+	if err != nil {
+		return nil, fmt.Errorf("broker: read %s: %w", topic, err)
+	}
 	var out []Message
-	err := b.db.View(func(tx *bolt.Tx) error {
+	err = b.db.View(func(tx *bolt.Tx) error {
 		tb := topicBucket(tx, topic)
 		if tb == nil {
 			return nil
@@ -427,6 +495,9 @@ func (b *Bolt) Read(ctx context.Context, topic string, fromOffset int64, limit i
 			off, ok := decodeOffset(k)
 			if !ok {
 				return fmt.Errorf("%w: key of %d bytes", ErrCorrupt, len(k))
+			}
+			if off >= tailBase {
+				break
 			}
 			m, err := decodeRecord(topic, off, v)
 			if err != nil {
@@ -438,6 +509,9 @@ func (b *Bolt) Read(ctx context.Context, topic string, fromOffset int64, limit i
 	})
 	if err != nil {
 		return nil, fmt.Errorf("broker: read %s: %w", topic, err)
+	}
+	if n := limit - len(out); n > 0 {
+		out = append(out, tail[:min(n, len(tail))]...)
 	}
 	return out, nil
 }
@@ -463,6 +537,17 @@ func (b *Bolt) Latest(ctx context.Context, topic string) (int64, error) {
 
 // readMessage loads one record; found is false if retention removed it.
 func (b *Bolt) readMessage(topic string, off int64) (m Message, found bool, err error) {
+	if b.j != nil {
+		// Journaled and not yet applied: bbolt does not have it yet. A miss
+		// here means it was applied (or never journaled), so bbolt is asked.
+		b.pmu.RLock()
+		if pt := b.pending[topic]; pt != nil && off >= pt.base && off < pt.base+int64(len(pt.recs)) {
+			m, err = decodeRecord(topic, off, pt.recs[off-pt.base])
+			b.pmu.RUnlock()
+			return m, err == nil, err
+		}
+		b.pmu.RUnlock()
+	}
 	err = b.db.View(func(tx *bolt.Tx) error {
 		tb := topicBucket(tx, topic)
 		if tb == nil {
@@ -505,6 +590,13 @@ func (b *Bolt) Close() error {
 	}
 	close(b.closing)
 	b.bg.Wait()
+	if b.j != nil {
+		// The applier has drained (or failed: the journal keeps what bbolt
+		// lacks, and the next open replays it).
+		if err := b.j.f.Close(); err != nil {
+			b.opts.Logger.Error("broker: closing the journal", "err", err)
+		}
+	}
 	if err := b.flushOffsets(); err != nil {
 		return fmt.Errorf("broker: close: %w", err)
 	}

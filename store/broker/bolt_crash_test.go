@@ -95,14 +95,18 @@ func TestBoltSurvivesSIGKILL(t *testing.T) {
 
 func crashValue(worker, i int) string { return fmt.Sprintf("w%d-%06d", worker, i) }
 
-// crashChild publishes until killed. It never returns normally.
+// crashChild publishes until killed. It never returns normally. With
+// crashJournalEnv set it publishes through a journal, rewound often, and
+// names its values after crashRoundEnv (TestBoltJournalSurvivesSIGKILL).
 func crashChild(path string) {
 	db, err := bolt.Open(path, 0o600, nil)
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(2)
 	}
-	b, err := NewBolt(db, BoltOptions{})
+	opts := BoltOptions{JournalPath: os.Getenv(crashJournalEnv), JournalRewindBytes: 64 << 10}
+	round := os.Getenv(crashRoundEnv)
+	b, err := NewBolt(db, opts)
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(2)
@@ -114,7 +118,11 @@ func crashChild(path string) {
 				n := 1 + i%5 // mixed batch sizes
 				batch := make([]Message, n)
 				for j := range batch {
-					batch[j] = Message{Topic: "crash", Value: []byte(crashValue(w, i+j))}
+					v := crashValue(w, i+j)
+					if round != "" {
+						v = round + "-" + v
+					}
+					batch[j] = Message{Topic: "crash", Value: []byte(v)}
 				}
 				if err := b.Publish(context.Background(), batch...); err != nil {
 					fmt.Println("error", err)

@@ -1,0 +1,325 @@
+package broker
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Environment of crashChild for the journal's SIGKILL test.
+const (
+	crashJournalEnv = "BROKER_CRASH_CHILD_JOURNAL"
+	crashRoundEnv   = "BROKER_CRASH_CHILD_ROUND"
+)
+
+func journalOptions(t *testing.T) BoltOptions {
+	o := testBoltOptions()
+	o.JournalPath = filepath.Join(t.TempDir(), "events.journal")
+	return o
+}
+
+func TestBoltJournalContract(t *testing.T) {
+	testContract(t, func(t *testing.T) func() Broker {
+		e := newBoltEnv(t, journalOptions(t))
+		return func() Broker { return e.open() }
+	})
+}
+
+// A published message is readable and delivered as soon as Publish
+// returns, while bbolt cannot have it yet (a write transaction held open
+// stops the applier), and bbolt gets it once that ends.
+func TestBoltJournalServesPendingMessages(t *testing.T) {
+	is := is.New(t)
+	e := newBoltEnv(t, journalOptions(t))
+	b := e.open()
+	ctx := t.Context()
+	is.NoErr(b.Publish(ctx, msgs("p", "a0")...))
+	waitUntil(t, "a0 applied", func() bool { return inBolt(t, e.db, "p") == 1 })
+
+	tx, err := e.db.Begin(true)
+	is.NoErr(err)
+	is.NoErr(b.Publish(ctx, msgs("p", "a1", "a2")...))
+	is.NoErr(b.Publish(ctx, msgs("q", "b0")...))
+	got, err := b.Read(ctx, "p", 0, 10)
+	is.NoErr(err)
+	is.Equal(values(got), []string{"a0", "a1", "a2"})
+	is.Equal(got[2].Offset, int64(2))
+	got, err = b.Read(ctx, "p", 2, 10)
+	is.NoErr(err)
+	is.Equal(values(got), []string{"a2"})
+	got, err = b.Read(ctx, "p", 0, 2)
+	is.NoErr(err)
+	is.Equal(values(got), []string{"a0", "a1"})
+	n, err := b.Latest(ctx, "q")
+	is.NoErr(err)
+	is.Equal(n, int64(1))
+	r := newRecorder(nil)
+	subscribe(t, b, "g", []string{"*"}, r.handle)
+	r.waitValues(t, "a0", "a1", "a2", "b0")
+
+	is.NoErr(tx.Rollback())
+	waitUntil(t, "everything applied", func() bool { return inBolt(t, e.db, "p") == 3 && inBolt(t, e.db, "q") == 1 })
+	got, err = b.Read(ctx, "p", 0, 10)
+	is.NoErr(err)
+	is.Equal(values(got), []string{"a0", "a1", "a2"})
+}
+
+// The journal is rewound once bbolt holds it all, and what it holds after
+// any number of rewinds survives a reopen.
+func TestBoltJournalRewinds(t *testing.T) {
+	is := is.New(t)
+	opts := journalOptions(t)
+	opts.JournalRewindBytes = 512
+	e := newBoltEnv(t, opts)
+	b := e.open()
+	for i := range 200 {
+		is.NoErr(b.Publish(t.Context(), msgs("r", fmt.Sprintf("m%03d", i))...))
+	}
+	is.True(b.j.rewinds > 2)
+	st, err := os.Stat(opts.JournalPath)
+	is.NoErr(err)
+	is.True(st.Size() < 8<<10) // rewritten in place, not grown
+	b = e.open()
+	got, err := b.Read(t.Context(), "r", 0, 1000)
+	is.NoErr(err)
+	is.Equal(len(got), 200)
+	for i, m := range got {
+		is.Equal(m.Offset, int64(i))
+		is.Equal(string(m.Value), fmt.Sprintf("m%03d", i))
+	}
+}
+
+// crashJournal leaves a journal whose frames bbolt lacks, as a SIGKILL
+// between the journal's fdatasync and the applier's commit would: values
+// v0..v(n-1) on topic "j", of which bbolt holds the first applied. The
+// last two frames are one Publish call, the others one each.
+func crashJournal(t *testing.T, dir string, n, applied int) (dbPath, jPath string, frameEnds []int64) {
+	t.Helper()
+	is := is.New(t)
+	dbPath, jPath = filepath.Join(dir, "events.bolt"), filepath.Join(dir, "events.journal")
+	db := openTestDB(t, dbPath)
+	defer db.Close()
+	j, err := openJournal(jPath, db, 1<<20, t.Logf)
+	is.NoErr(err)
+	defer j.f.Close()
+	var recs []journalRec
+	for i := range n {
+		rec := encodeRecord(&Message{Topic: "j", Value: fmt.Appendf(nil, "v%d", i)}, time.Now())
+		// One Publish call per frame, except the last two: one call.
+		j.appendFrame("j", int64(i), rec, i != n-2)
+		recs = append(recs, journalRec{topic: "j", off: int64(i), rec: rec})
+		frameEnds = append(frameEnds, j.pos+int64(len(j.buf)))
+	}
+	is.NoErr(j.flush())
+	is.NoErr(db.Update(func(tx *bolt.Tx) error {
+		_, err := applyRecords(tx, recs[:applied])
+		return err
+	}))
+	return dbPath, jPath, frameEnds
+}
+
+func openJournaled(t *testing.T, dbPath, jPath string) (*bolt.DB, *Bolt) {
+	t.Helper()
+	db := openTestDB(t, dbPath)
+	opts := testBoltOptions()
+	opts.JournalPath = jPath
+	b, err := NewBolt(db, opts)
+	if err != nil {
+		db.Close()
+		t.Fatalf("new bolt: %v", err)
+	}
+	return db, b
+}
+
+func TestBoltJournalReplay(t *testing.T) {
+	is := is.New(t)
+	dbPath, jPath, _ := crashJournal(t, t.TempDir(), 10, 4)
+	for range 2 { // replaying twice changes nothing
+		db, b := openJournaled(t, dbPath, jPath)
+		got, err := b.Read(t.Context(), "j", 0, 100)
+		is.NoErr(err)
+		is.Equal(len(got), 10)
+		for i, m := range got {
+			is.Equal(m.Offset, int64(i))
+			is.Equal(string(m.Value), fmt.Sprintf("v%d", i))
+		}
+		is.Equal(inBolt(t, db, "j"), 10) // replayed into bbolt, not only into memory
+		is.NoErr(b.Close())
+		is.NoErr(db.Close())
+	}
+}
+
+// A write torn at any byte of the last call's frames loses that call (both
+// of its messages: a call is never half there); a corrupted byte ends the
+// replay at its frame.
+func TestBoltJournalTornTail(t *testing.T) {
+	is := is.New(t)
+	src := t.TempDir()
+	dbPath, jPath, ends := crashJournal(t, src, 5, 2)
+	whole, err := os.ReadFile(jPath)
+	is.NoErr(err)
+	dbBytes, err := os.ReadFile(dbPath)
+	is.NoErr(err)
+	check := func(journal []byte, want int) {
+		t.Helper()
+		dir := t.TempDir()
+		d, j := filepath.Join(dir, "events.bolt"), filepath.Join(dir, "events.journal")
+		is.NoErr(os.WriteFile(d, dbBytes, 0o600))
+		is.NoErr(os.WriteFile(j, journal, 0o600))
+		db, b := openJournaled(t, d, j)
+		defer db.Close()
+		defer b.Close()
+		n, err := b.Latest(t.Context(), "j")
+		is.NoErr(err)
+		is.Equal(n, int64(want))
+		got, err := b.Read(t.Context(), "j", 0, 100)
+		is.NoErr(err)
+		is.Equal(len(got), want)
+	}
+	for cut := ends[2]; cut < ends[4]; cut++ {
+		check(whole[:cut], 3)
+	}
+	check(whole, 5)
+	bad := bytes.Clone(whole)
+	bad[ends[2]+journalFrameHeader+3]++ // in frame 3's body
+	check(bad, 3)
+}
+
+// A journal that is not this events.bolt's (events.bolt moved aside, say)
+// is discarded, not replayed.
+func TestBoltJournalOfAnotherFileIsDiscarded(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	_, jPath, _ := crashJournal(t, dir, 5, 0)
+	db, b := openJournaled(t, filepath.Join(t.TempDir(), "fresh.bolt"), jPath)
+	defer db.Close()
+	defer b.Close()
+	n, err := b.Latest(t.Context(), "j")
+	is.NoErr(err)
+	is.Equal(n, int64(0))
+	topics, err := b.Topics(t.Context())
+	is.NoErr(err)
+	is.Equal(len(topics), 0)
+	is.NoErr(b.Publish(t.Context(), msgs("j", "new")...))
+}
+
+// TestBoltJournalSurvivesSIGKILL kills a child publishing through the
+// journal at random moments, in rounds on the same files, and checks after
+// each that every acknowledged message is there exactly once, each
+// worker's in the order it published them, with contiguous offsets.
+func TestBoltJournalSurvivesSIGKILL(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no SIGKILL on windows")
+	}
+	is := is.New(t)
+	dir := t.TempDir()
+	path, jPath := filepath.Join(dir, "events.bolt"), filepath.Join(dir, "events.journal")
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	confirmed := map[string]int{} // "r<round>-w<worker>" -> acknowledged count
+	for round := range 4 {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestBoltSurvivesSIGKILL$")
+		cmd.Env = append(os.Environ(), crashChildEnv+"="+path, crashJournalEnv+"="+jPath, crashRoundEnv+"="+fmt.Sprintf("r%d", round))
+		cmd.Stderr = os.Stderr
+		out, err := cmd.StdoutPipe()
+		is.NoErr(err)
+		is.NoErr(cmd.Start())
+		killAt := 20 + rng.IntN(3000)
+		sc := bufio.NewScanner(out)
+		deadline := time.Now().Add(waitLong)
+		total := 0
+		for total < killAt && sc.Scan() {
+			f := strings.Fields(sc.Text())
+			if len(f) != 3 || f[0] != "published" {
+				continue
+			}
+			n, err := strconv.Atoi(f[2])
+			is.NoErr(err)
+			k := fmt.Sprintf("r%d-w%s", round, f[1])
+			total += n - confirmed[k]
+			confirmed[k] = n
+			if time.Now().After(deadline) {
+				t.Fatal("child too slow")
+			}
+		}
+		time.Sleep(time.Duration(rng.IntN(3000)) * time.Microsecond)
+		is.NoErr(cmd.Process.Signal(syscall.SIGKILL))
+		_ = cmd.Wait()
+		// Lines printed between the last one read and the kill were
+		// acknowledged too; reading them now only adds to what is checked.
+		for sc.Scan() {
+			if f := strings.Fields(sc.Text()); len(f) == 3 && f[0] == "published" {
+				if n, err := strconv.Atoi(f[2]); err == nil {
+					k := fmt.Sprintf("r%d-w%s", round, f[1])
+					confirmed[k] = max(confirmed[k], n)
+				}
+			}
+		}
+		is.True(total >= killAt) // the child ran
+
+		db, b := openJournaled(t, path, jPath)
+		got, err := b.Read(t.Context(), "crash", 0, maxReadLimit)
+		is.NoErr(err)
+		last := map[string]int{}
+		seen := map[string]bool{}
+		for i, m := range got {
+			is.Equal(m.Offset, int64(i)) // contiguous
+			v := string(m.Value)
+			if seen[v] {
+				t.Fatalf("%s appears twice", v)
+			}
+			seen[v] = true
+			k, num, ok := strings.Cut(v[strings.Index(v, "-")+1:], "-")
+			is.True(ok)
+			k = v[:strings.Index(v, "-")] + "-" + k
+			idx, err := strconv.Atoi(num)
+			is.NoErr(err)
+			if p, ok := last[k]; ok && idx != p+1 {
+				t.Fatalf("%s follows %s-%06d: out of order or a hole", v, k, p)
+			}
+			last[k] = idx
+		}
+		for k, n := range confirmed {
+			if l, ok := last[k]; n > 0 && (!ok || l < n-1) {
+				t.Fatalf("round %d: %s acknowledged %d messages, only %d on disk", round, k, n, last[k]+1)
+			}
+		}
+		t.Logf("round %d: killed after %d acknowledgements; %d messages on disk", round, total, len(got))
+		is.NoErr(b.Close())
+		is.NoErr(db.Close())
+	}
+}
+
+func inBolt(t *testing.T, db *bolt.DB, topic string) int {
+	t.Helper()
+	n := 0
+	if err := db.View(func(tx *bolt.Tx) error {
+		if tb := topicBucket(tx, topic); tb != nil {
+			n = tb.Stats().KeyN
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func values(ms []Message) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = string(m.Value)
+	}
+	return out
+}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"sync"
 
 	"github.com/agentbridge/bridge/store/secretbox"
 )
@@ -49,7 +50,17 @@ type headerPolicy struct {
 	signature  []string        // lower-case patterns
 	readBy     map[string]bool // lower-case names processors read
 	box        *secretbox.Box  // nil: signatures are dropped from dead letters
+
+	// credOf remembers isCredential per header name as received: the
+	// pattern match was a fifth of the acknowledgement's own CPU, and
+	// providers send the same few names every time (BENCHMARKS.md,
+	// "Webhook ingest acknowledgement"). Bounded: names are the client's.
+	mu     sync.RWMutex
+	credOf map[string]bool
 }
+
+// maxCachedHeaderNames bounds headerPolicy.credOf.
+const maxCachedHeaderNames = 1024
 
 func newHeaderPolicy(sec Security, procs map[string]ProcessorConfig, box *secretbox.Box) (*headerPolicy, error) {
 	p := &headerPolicy{credential: append([]string(nil), builtinCredentialHeaders...), signature: builtinSignatureHeaders,
@@ -83,6 +94,26 @@ func matchAny(patterns []string, name string) bool {
 	return false
 }
 
+// isCredentialCached is isCredential, remembered per name.
+func (p *headerPolicy) isCredentialCached(name string) bool {
+	p.mu.RLock()
+	c, ok := p.credOf[name]
+	p.mu.RUnlock()
+	if ok {
+		return c
+	}
+	c = p.isCredential(name)
+	p.mu.Lock()
+	if p.credOf == nil {
+		p.credOf = make(map[string]bool)
+	}
+	if len(p.credOf) < maxCachedHeaderNames {
+		p.credOf[name] = c
+	}
+	p.mu.Unlock()
+	return c
+}
+
 // isCredential reports whether header name (any case) carries a credential.
 func (p *headerPolicy) isCredential(name string) bool {
 	n := strings.ToLower(name)
@@ -99,7 +130,7 @@ func (p *headerPolicy) forward(h http.Header) (http.Header, error) {
 	out := make(http.Header, len(h))
 	n := 0
 	for k, vs := range h {
-		if skippedHeaders[k] || p.isCredential(k) {
+		if skippedHeaders[k] || p.isCredentialCached(k) {
 			continue
 		}
 		for _, v := range vs {

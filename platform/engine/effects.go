@@ -14,10 +14,12 @@ import (
 // transaction that stores the new state: tasks for executors (dispatch
 // rows, worker queue rows), human task rows, child runs, inbox events for
 // other runs, outbox events and log lines. Nothing here calls out of the
-// process; the executors do that after the commit.
-func (s *Service) perform(ctx context.Context, tx *sql.Tx, r *runRow, p *program, e kernel.Event, effects []kernel.Effect) error {
+// process; the executors do that after the commit. With rows (a cursor's,
+// when the effects leave the run's own row alone: ownRowOnly), the run's
+// log lines and outbox events are added to them for the cursor's flush.
+func (s *Service) perform(ctx context.Context, tx *sql.Tx, r *runRow, p *program, e kernel.Event, effects []kernel.Effect, rows *pendingRows) error {
 	if e.Kind == kernel.EventStarted {
-		if err := s.emitOutbox(ctx, tx, r, EventRunStarted, nil); err != nil {
+		if err := s.emitTo(ctx, tx, r, EventRunStarted, nil, rows); err != nil {
 			return err
 		}
 	}
@@ -27,7 +29,7 @@ func (s *Service) perform(ctx context.Context, tx *sql.Tx, r *runRow, p *program
 	// records counts the records as saveStep stored them with the event.
 	records := 0
 	flush := func() error {
-		err := writeLogs(ctx, tx, r.ID, lines)
+		err := addLogs(ctx, tx, r.ID, lines, rows)
 		lines = lines[:0]
 		return err
 	}
@@ -57,11 +59,11 @@ func (s *Service) perform(ctx context.Context, tx *sql.Tx, r *runRow, p *program
 		case kernel.EffectCancelChild:
 			err = s.cancelChild(ctx, tx, r, ef.Child, ef.Reason)
 		case kernel.EffectRunCompleted:
-			err = s.completed(ctx, tx, r, p, ef.Completion)
+			err = s.completed(ctx, tx, r, p, ef.Completion, rows)
 		case kernel.EffectOpenIncident:
-			err = s.emitOutbox(ctx, tx, r, EventIncidentOpened, ef.Incident)
+			err = s.emitTo(ctx, tx, r, EventIncidentOpened, ef.Incident, rows)
 		case kernel.EffectResolveIncident:
-			err = s.emitOutbox(ctx, tx, r, EventIncidentResolved, ef.Incident)
+			err = s.emitTo(ctx, tx, r, EventIncidentResolved, ef.Incident, rows)
 		}
 		if err != nil {
 			return err
@@ -199,18 +201,18 @@ func (s *Service) cancelChild(ctx context.Context, tx *sql.Tx, caller *runRow, c
 }
 
 // completed handles the end of a run: the outbox event, and
-// child_completed for the caller of a child run.
-func (s *Service) completed(ctx context.Context, tx *sql.Tx, r *runRow, p *program, c *kernel.Completion) error {
+// child_completed for the caller of a child run (rows: see perform).
+func (s *Service) completed(ctx context.Context, tx *sql.Tx, r *runRow, p *program, c *kernel.Completion, rows *pendingRows) error {
 	if c == nil {
 		return nil
 	}
 	published := *c // subscribers see the output as run views show it
 	published.Output = redact(c.Output, p.sec.Output)
-	if err := s.emitOutbox(ctx, tx, r, "platform.run."+string(c.Status), published); err != nil {
+	if err := s.emitTo(ctx, tx, r, "platform.run."+string(c.Status), published, rows); err != nil {
 		return err
 	}
-	if err := writeLog(ctx, tx, r.ID, logLine{At: s.timestamp(), Seq: r.State.Seq, Type: "run_" + string(c.Status),
-		Message: "run " + string(c.Status)}); err != nil {
+	if err := addLogs(ctx, tx, r.ID, []logLine{{At: s.timestamp(), Seq: r.State.Seq, Type: "run_" + string(c.Status),
+		Message: "run " + string(c.Status)}}, rows); err != nil {
 		return err
 	}
 	if r.CallerRunID == nil || r.CallerChildID == nil {

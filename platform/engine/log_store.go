@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/agentbridge/bridge/store"
 )
@@ -23,6 +22,16 @@ const (
 	logRow           = `(?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	logRowsPerInsert = 8
 )
+
+// addLogs appends lines to run id's log in tx, or adds them to rows (see
+// perform).
+func addLogs(ctx context.Context, tx *sql.Tx, id string, lines []logLine, rows *pendingRows) error {
+	if rows != nil {
+		rows.logs = append(rows.logs, lines...)
+		return nil
+	}
+	return writeLogs(ctx, tx, id, lines)
+}
 
 // writeLogs appends lines to run id's log in tx, in order.
 func writeLogs(ctx context.Context, tx *sql.Tx, id string, lines []logLine) error {
@@ -48,7 +57,7 @@ func writeLogs(ctx context.Context, tx *sql.Tx, id string, lines []logLine) erro
 			}
 			args = append(args, id, store.Millis(l.At), seq, l.Level, l.Type, optional(l.Node), l.Message, data, l.Record)
 		}
-		if _, err := tx.ExecContext(ctx, logInsert+strings.Repeat(logRow+", ", n-1)+logRow, args...); err != nil {
+		if _, err := tx.ExecContext(ctx, logInsert+rowsText(logRow, n), args...); err != nil {
 			return fmt.Errorf("engine: write run log: %w", err)
 		}
 		lines = lines[n:]

@@ -50,6 +50,12 @@ type RunRef struct {
 
 // emitOutbox writes a lifecycle event of run r in tx.
 func (s *Service) emitOutbox(ctx context.Context, tx *sql.Tx, r *runRow, typ string, data any) error {
+	return s.emitTo(ctx, tx, r, typ, data, nil)
+}
+
+// emitTo is emitOutbox; with rows, the event is added to them instead
+// (the cursor's flush writes it).
+func (s *Service) emitTo(ctx context.Context, tx *sql.Tx, r *runRow, typ string, data any, rows *pendingRows) error {
 	ev := LifecycleEvent{ID: s.newID(), Type: typ, OccurredAt: s.timestamp(), Run: RunRef{ID: r.ID, TenantID: r.Tenant,
 		ProjectID: r.Project, EnvironmentID: r.Environment, ActivationID: r.ActivationID, Workflow: r.State.Workflow,
 		Status: string(r.State.Status), Sequence: r.State.Seq, CallerRunID: r.CallerRunID}}
@@ -64,11 +70,13 @@ func (s *Service) emitOutbox(ctx context.Context, tx *sql.Tx, r *runRow, typ str
 	if err != nil {
 		return fmt.Errorf("engine: encode %s: %w", typ, err)
 	}
-	if err := insertOutbox(ctx, tx, ev.ID, typ, r.ID, raw, ev.OccurredAt); err != nil {
-		return err
-	}
+	entry := outboxEntry{id: ev.ID, typ: typ, payload: raw, at: ev.OccurredAt}
 	s.outboxPending.Store(true)
-	return nil
+	if rows != nil {
+		rows.outbox = append(rows.outbox, entry)
+		return nil
+	}
+	return insertOutbox(ctx, tx, r.ID, []outboxEntry{entry})
 }
 
 // relay publishes up to outboxBatch outbox events in order and deletes

@@ -9,14 +9,28 @@ import (
 	"github.com/agentbridge/bridge/store"
 )
 
-// insertOutbox appends lifecycle event id of type typ about run to the
-// outbox in tx.
-func insertOutbox(ctx context.Context, tx *sql.Tx, id, typ, run string, payload []byte, at time.Time) error {
-	if _, err := tx.ExecContext(ctx, `INSERT INTO platform_outbox(event_id, event_type, run_id, payload, created_at) VALUES (?, ?, ?, ?, ?)`,
-		id, typ, run, string(payload), store.Millis(at)); err != nil {
+// insertOutbox appends lifecycle events of run to the outbox in tx, in
+// one statement.
+func insertOutbox(ctx context.Context, tx *sql.Tx, run string, entries []outboxEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	args := make([]any, 0, 5*len(entries))
+	for _, o := range entries {
+		args = append(args, o.id, o.typ, run, string(o.payload), store.Millis(o.at))
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO platform_outbox(event_id, event_type, run_id, payload, created_at) VALUES `+
+		rowsText(`(?, ?, ?, ?, ?)`, len(entries)), args...); err != nil {
 		return fmt.Errorf("engine: write outbox: %w", err)
 	}
 	return nil
+}
+
+// outboxEntry is a lifecycle event to write.
+type outboxEntry struct {
+	id, typ string
+	payload []byte
+	at      time.Time
 }
 
 // outboxRow is a stored outbox event.

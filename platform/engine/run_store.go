@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agentbridge/bridge/platform/api"
@@ -119,13 +120,20 @@ func insertRun(ctx context.Context, tx *sql.Tx, r runRow) error {
 	return nil
 }
 
-// appendEvent appends the accepted event e of run id with its records in
-// tx. sealed: the event is stored sealed (the run's program holds
-// secrets).
-func (s *Service) appendEvent(ctx context.Context, tx *sql.Tx, id string, e kernel.Event, effects []kernel.Effect, sealed bool) error {
+// eventEntry is an accepted event to append, encoded as stored.
+type eventEntry struct {
+	seq                    int64
+	kind, payload, records string
+	at                     time.Time
+}
+
+// encodeEvent encodes the accepted event e of run id with its records as
+// they are stored. sealed: the event is stored sealed (the run's program
+// holds secrets).
+func (s *Service) encodeEvent(id string, e kernel.Event, effects []kernel.Effect, sealed bool) (eventEntry, error) {
 	plain, err := json.Marshal(e)
 	if err != nil {
-		return fmt.Errorf("engine: encode event: %w", err)
+		return eventEntry{}, fmt.Errorf("engine: encode event: %w", err)
 	}
 	// An unsealed payload and the records are stored compact
 	// (event_codec.go); a sealed payload is stored whole.
@@ -138,7 +146,7 @@ func (s *Service) appendEvent(ctx context.Context, tx *sql.Tx, id string, e kern
 	}
 	payload, err := s.seal.maybe(sealed, plain, eventAD(id, e.Seq))
 	if err != nil {
-		return err
+		return eventEntry{}, err
 	}
 	// Each record is encoded on its own (the array's JSON is their
 	// concatenation), so compactRecords needs no parse.
@@ -147,16 +155,33 @@ func (s *Service) appendEvent(ctx context.Context, tx *sql.Tx, id string, e kern
 		if ef.Kind == kernel.EffectRecord && ef.Record != nil {
 			raw, err := json.Marshal(ef.Record)
 			if err != nil {
-				return fmt.Errorf("engine: encode records: %w", err)
+				return eventEntry{}, fmt.Errorf("engine: encode records: %w", err)
 			}
 			records = append(records, raw)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO platform_run_events(run_id, seq, kind, payload, records, at) VALUES (?, ?, ?, ?, ?, ?)`,
-		id, e.Seq, string(e.Kind), payload, string(compactRecords(records, e.Seq, e.At, eventID)), store.Millis(e.At)); err != nil {
+	return eventEntry{seq: e.Seq, kind: string(e.Kind), payload: payload, records: string(compactRecords(records, e.Seq, e.At, eventID)), at: e.At}, nil
+}
+
+// insertEvents appends events of run id in tx, in one statement.
+func insertEvents(ctx context.Context, tx *sql.Tx, id string, events []eventEntry) error {
+	if len(events) == 0 {
+		return nil
+	}
+	args := make([]any, 0, 6*len(events))
+	for _, e := range events {
+		args = append(args, id, e.seq, e.kind, e.payload, e.records, store.Millis(e.at))
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO platform_run_events(run_id, seq, kind, payload, records, at) VALUES `+
+		rowsText(`(?, ?, ?, ?, ?, ?)`, len(events)), args...); err != nil {
 		return fmt.Errorf("engine: append event: %w", err)
 	}
 	return nil
+}
+
+// rowsText is the VALUES list of a multi-row INSERT: n times row.
+func rowsText(row string, n int) string {
+	return strings.Repeat(row+", ", n-1) + row
 }
 
 // storeRow stores run id's state st, its inline-work flag and its pending

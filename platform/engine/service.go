@@ -162,34 +162,42 @@ func (s *Service) applyEvent(ctx context.Context, tx *sql.Tx, r *runRow, p *prog
 		work = held
 	}
 	sealed := !p.sec.none
-	if err := s.appendEvent(ctx, tx, r.ID, e, effects, sealed); err != nil {
+	entry, err := s.encodeEvent(r.ID, e, effects, sealed)
+	if err != nil {
 		return nil, false, err
 	}
-	own := c != nil && ownRowOnly(p, effects)
-	if c != nil {
+	if c == nil {
+		if err := insertEvents(ctx, tx, r.ID, []eventEntry{entry}); err != nil {
+			return nil, false, err
+		}
+	} else {
 		if !c.dirty {
 			c.dirty, c.rowSeq, c.rowTimers = true, prev.Seq, prev.Timers
 		}
 		c.work = work
+		c.rows.events = append(c.rows.events, entry)
 	}
 	if err := indexIncidents(ctx, tx, r.ID, r.Environment, effects); err != nil {
 		return nil, false, err
 	}
 	r.State, r.UpdatedAt = st, e.At
+	var rows *pendingRows
 	switch {
 	case c == nil:
 		if err := s.storeRow(ctx, tx, r.ID, prev.Seq, prev.Timers, st, work, e.At, sealed); err != nil {
 			return nil, false, err
 		}
-	case !own:
+	case !ownRowOnly(p, effects):
 		// The effects may read or flag this run's row (a child that
 		// fails at once holds child_completed for it): stored first.
 		if err := s.flush(ctx, tx, c); err != nil {
 			return nil, false, err
 		}
 		c.noInbox = false
+	default:
+		rows = &c.rows
 	}
-	if err := s.perform(ctx, tx, r, p, e, effects); err != nil {
+	if err := s.perform(ctx, tx, r, p, e, effects, rows); err != nil {
 		return nil, false, err
 	}
 	return effects, work, nil
@@ -470,17 +478,40 @@ type runCursor struct {
 	work      bool
 	rowSeq    int64
 	rowTimers map[string]*kernel.Timer
+	// rows are the events, log lines and outbox events of the dirty
+	// events, written by flush too.
+	rows pendingRows
 }
 
-// flush stores c's row and timers if they are dirty.
+// pendingRows are rows a cursor's events appended and flush writes, each
+// kind in one statement.
+type pendingRows struct {
+	events []eventEntry
+	logs   []logLine
+	outbox []outboxEntry
+}
+
+// flush stores c's row and timers, and appends its pending rows, if they
+// are dirty.
 func (s *Service) flush(ctx context.Context, tx *sql.Tx, c *runCursor) error {
 	if !c.dirty {
 		return nil
 	}
-	if err := s.storeRow(ctx, tx, c.r.ID, c.rowSeq, c.rowTimers, c.r.State, c.work, c.r.UpdatedAt, !c.p.sec.none); err != nil {
+	id := c.r.ID
+	if err := insertEvents(ctx, tx, id, c.rows.events); err != nil {
+		return err
+	}
+	if err := s.storeRow(ctx, tx, id, c.rowSeq, c.rowTimers, c.r.State, c.work, c.r.UpdatedAt, !c.p.sec.none); err != nil {
+		return err
+	}
+	if err := writeLogs(ctx, tx, id, c.rows.logs); err != nil {
+		return err
+	}
+	if err := insertOutbox(ctx, tx, id, c.rows.outbox); err != nil {
 		return err
 	}
 	c.dirty, c.rowTimers = false, nil
+	c.rows = pendingRows{events: c.rows.events[:0], logs: c.rows.logs[:0], outbox: c.rows.outbox[:0]}
 	return nil
 }
 

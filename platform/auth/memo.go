@@ -4,19 +4,26 @@ import (
 	"crypto/sha256"
 	"sync"
 	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
 )
 
 // defaultMemoEntries bounds the signature memo (about 100 bytes per entry).
 const defaultMemoEntries = 4096
 
-// sigMemo remembers which exact token bytes already passed signature
-// verification under which key object. Clients reuse one access token for
-// many requests, and an RSA-2048 verification alone costs about 30 µs, most
-// of the per-request budget. A memo hit replaces only the RSA operation:
-// parsing and every claim check (expiry included) still run on each call.
-// An entry matches only the identical key object of the current key set, so
-// a refresh that removes or replaces the key invalidates it, and entries
-// are useless once the token has expired.
+// sigMemo remembers which exact token bytes already passed verification
+// under which key object, with the claims they carried. Clients reuse one
+// access token for many requests, and an RSA-2048 verification alone costs
+// about 30 µs, most of the per-request budget; parsing the token and
+// checking its claims again cost most of the rest (BENCHMARKS.md, "Runs/s:
+// CPU per run"). A memo hit replaces the RSA operation and the parse: the
+// checks that depend on the time (exp, nbf, iat, with the leeway) and the
+// key set (the key is still published for the token's kid and alg) run on
+// each call; the others depend only on the token's bytes and the
+// verifier's fixed configuration. An entry matches only the identical key
+// object of the current key set, so a refresh that removes or replaces
+// the key invalidates it, and entries are useless once the token has
+// expired.
 type sigMemo struct {
 	mu      sync.Mutex
 	entries map[[sha256.Size]byte]memoEntry
@@ -26,27 +33,45 @@ type sigMemo struct {
 type memoEntry struct {
 	key     any       // public key object that verified the token
 	expires time.Time // token exp plus leeway
+	// What the token's bytes said, as the full check found it (nil: only
+	// the signature is known).
+	claims *Claims
+	st     *issuerState
+	kid    string
+	alg    jose.SignatureAlgorithm
 }
 
 func newSigMemo(max int) *sigMemo {
 	return &sigMemo{entries: make(map[[sha256.Size]byte]memoEntry), max: max}
 }
 
-// verified reports whether token hash h was verified with exactly key.
-func (m *sigMemo) verified(h [sha256.Size]byte, key any) bool {
+// lookup answers the entry of token hash h.
+func (m *sigMemo) lookup(h [sha256.Size]byte) (memoEntry, bool) {
 	if m == nil {
-		return false
+		return memoEntry{}, false
 	}
 	m.mu.Lock()
 	e, ok := m.entries[h]
 	m.mu.Unlock()
+	return e, ok
+}
+
+// verified reports whether token hash h was verified with exactly key.
+func (m *sigMemo) verified(h [sha256.Size]byte, key any) bool {
+	e, ok := m.lookup(h)
 	return ok && e.key == key
 }
 
-// add records a successful verification. When full, expired entries are
-// dropped first; if that frees nothing, the memo starts over, which costs
-// at most one extra verification per live token.
+// add records a successful verification with key, until expires.
 func (m *sigMemo) add(h [sha256.Size]byte, key any, expires, now time.Time) {
+	m.put(h, memoEntry{key: key, expires: expires}, now)
+}
+
+// put records a successful verification (e.expires: the token's exp plus
+// the leeway). When full, expired entries are dropped first; if that
+// frees nothing, the memo starts over, which costs at most one extra
+// verification per live token.
+func (m *sigMemo) put(h [sha256.Size]byte, e memoEntry, now time.Time) {
 	if m == nil {
 		return
 	}
@@ -62,7 +87,7 @@ func (m *sigMemo) add(h [sha256.Size]byte, key any, expires, now time.Time) {
 			clear(m.entries)
 		}
 	}
-	m.entries[h] = memoEntry{key: key, expires: expires}
+	m.entries[h] = e
 }
 
 func (m *sigMemo) len() int {

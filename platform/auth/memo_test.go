@@ -85,3 +85,24 @@ func TestSignatureMemoBounded(t *testing.T) {
 	is.True(m.verified(sha256.Sum256([]byte("new")), key))
 	is.True(!m.verified(sha256.Sum256([]byte("old")), key))
 }
+
+// A memo hit answers the claims the full check found, as a copy: a caller
+// that changes them changes nothing for the next one.
+func TestSignatureMemoHitAnswersCopiedClaims(t *testing.T) {
+	is := is.New(t)
+	key := testKeys()[0]
+	clock := newFakeClock()
+	v, ctx := newTestVerifier(t, newJWKSServer(t, pubJWK(key, "k0")).URL, clock), context.Background()
+	tok := sign(t, key, jose.RS256, "k0", validClaims(clock.Now()))
+
+	first, err := v.Verify(ctx, tok)
+	is.NoErr(err)
+	first.Raw["sub"], first.Subject = "changed", "changed"
+	first.Audience[0] = "changed"
+	second, err := v.Verify(ctx, tok) // memo hit
+	is.NoErr(err)
+	is.True(second.Subject != "changed")
+	is.True(second.Raw["sub"] != "changed")
+	is.True(second.Audience[0] != "changed")
+	is.Equal(second.Expiry, first.Expiry)
+}

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -255,6 +256,12 @@ func (v *Verifier) Verify(ctx context.Context, rawToken string) (*Claims, error)
 	if err := checkCompactShape(rawToken); err != nil {
 		return nil, err
 	}
+	h := sha256.Sum256([]byte(rawToken))
+	if e, ok := v.memo.lookup(h); ok {
+		if c, done, err := v.verifyKnown(ctx, e); done {
+			return c, err
+		}
+	}
 	jws, err := jose.ParseSignedCompact(rawToken, v.algs)
 	if err != nil {
 		var algErr *jose.ErrUnexpectedSignatureAlgorithm
@@ -288,19 +295,57 @@ func (v *Verifier) Verify(ctx context.Context, rawToken string) (*Claims, error)
 	if err != nil {
 		return nil, err
 	}
-	h := sha256.Sum256([]byte(rawToken))
 	for _, k := range keys {
-		if v.memo.verified(h, k.Key) {
-			return c, nil
+		ok := v.memo.verified(h, k.Key)
+		if !ok {
+			_, err := jws.Verify(k.Key)
+			ok = err == nil
 		}
-	}
-	for _, k := range keys {
-		if _, err := jws.Verify(k.Key); err == nil {
-			v.memo.add(h, k.Key, c.Expiry.Add(st.leeway), v.now())
-			return c, nil
+		if ok {
+			v.memo.put(h, memoEntry{key: k.Key, expires: c.Expiry.Add(st.leeway), claims: c, st: st, kid: header.KeyID, alg: alg}, v.now())
+			return copyClaims(c), nil
 		}
 	}
 	return nil, reject(ReasonSignature, nil)
+}
+
+// verifyKnown checks a token the memo knows (e): its time claims against
+// now and its key against the current key set, in the order Verify
+// checks them. done is false when the memo knows only the signature, or
+// the key that verified it is no longer among the token's candidate keys:
+// Verify then checks the token in full.
+func (v *Verifier) verifyKnown(ctx context.Context, e memoEntry) (c *Claims, done bool, err error) {
+	if e.claims == nil {
+		return nil, false, nil
+	}
+	st, now := e.st, v.now()
+	if !now.Before(e.claims.Expiry.Add(st.leeway)) {
+		return nil, true, reject(ReasonExpired, nil)
+	}
+	// Absent nbf and iat are zero times, which pass both checks.
+	if now.Add(st.leeway).Before(e.claims.NotBefore) {
+		return nil, true, reject(ReasonNotYetValid, nil)
+	}
+	if e.claims.IssuedAt.After(now.Add(st.leeway)) {
+		return nil, true, reject(ReasonIssuedInFuture, nil)
+	}
+	keys, err := v.selectKeys(ctx, st, e.kid, e.alg)
+	if err != nil {
+		return nil, true, err
+	}
+	for _, k := range keys {
+		if k.Key == e.key {
+			return copyClaims(e.claims), true, nil
+		}
+	}
+	return nil, false, nil
+}
+
+// copyClaims copies c, so that no caller shares the memo's claims.
+func copyClaims(c *Claims) *Claims {
+	cp := *c
+	cp.Audience, cp.Scopes, cp.Raw = slices.Clone(c.Audience), slices.Clone(c.Scopes), maps.Clone(c.Raw)
+	return &cp
 }
 
 // checkCompactShape accepts only JWS compact serialization: three

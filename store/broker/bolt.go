@@ -74,6 +74,12 @@ type BoltOptions struct {
 	// back to its start, which it does once bbolt holds everything
 	// journaled (it waits for that at four times this size). Default 4 MiB.
 	JournalRewindBytes int64
+	// ApplyInterval is the least time between two of the applier's bbolt
+	// transactions, so that under load they are few and large: each costs
+	// two fsyncs that the journal's own fsync would queue behind. The
+	// applier does not wait when the writer needs it (MaxPendingBytes, the
+	// journal's rewind) or the broker is closing. Default 10ms.
+	ApplyInterval time.Duration
 	// MaxPendingBytes bounds the journaled records not yet applied to bbolt
 	// (held in memory for readers): past it, the writer waits for the
 	// applier. Default 64 MiB.
@@ -117,6 +123,9 @@ func (o BoltOptions) withDefaults() BoltOptions {
 	}
 	if o.JournalRewindBytes <= 0 {
 		o.JournalRewindBytes = 4 << 20
+	}
+	if o.ApplyInterval <= 0 {
+		o.ApplyInterval = 10 * time.Millisecond
 	}
 	if o.MaxPendingBytes <= 0 {
 		o.MaxPendingBytes = 64 << 20
@@ -198,6 +207,7 @@ type Bolt struct {
 	applied   uint64        // journal sequence after the last frame applied to bbolt
 	pbytes    int64         // bytes of records in pending
 	appliedCh chan struct{} // closed and replaced after every apply
+	hurry     chan struct{} // the writer waits for the applier (buffered 1)
 }
 
 // maxPooledRecord bounds the record buffers kept for reuse.

@@ -48,6 +48,7 @@ func (b *Bolt) startJournal() {
 	b.acond = sync.NewCond(&b.amu)
 	b.applied = b.j.seq
 	b.appliedCh = make(chan struct{})
+	b.hurry = make(chan struct{}, 1)
 	b.bg.Add(1) // the applier, besides the three loops NewBolt counts
 	go b.journalLoop()
 	go b.applyLoop()
@@ -126,6 +127,10 @@ func (b *Bolt) makeRoom() error {
 			return nil
 		}
 		select {
+		case b.hurry <- struct{}{}:
+		default:
+		}
+		select {
 		case <-ch:
 		case <-b.closing:
 			return fmt.Errorf("broker: publish: %w", ErrClosed)
@@ -139,6 +144,7 @@ func (b *Bolt) applyLoop() {
 	defer b.bg.Done()
 	backoff := 10 * time.Millisecond
 	var recs []journalRec
+	var last time.Time
 	for {
 		b.amu.Lock()
 		for len(b.applyQ) == 0 && !b.wdone {
@@ -147,6 +153,12 @@ func (b *Bolt) applyLoop() {
 		if len(b.applyQ) == 0 {
 			b.amu.Unlock()
 			return
+		}
+		if wait := b.opts.ApplyInterval - time.Since(last); wait > 0 && !b.wdone {
+			// Let more gather: fewer, larger transactions.
+			b.amu.Unlock()
+			b.pause(wait)
+			b.amu.Lock()
 		}
 		k, n := 0, 0
 		for k < len(b.applyQ) && (k == 0 || n+len(b.applyQ[k].recs) <= maxApplyMessages) {
@@ -175,7 +187,7 @@ func (b *Bolt) applyLoop() {
 			backoff = min(2*backoff, 5*time.Second)
 			continue
 		}
-		backoff = 10 * time.Millisecond
+		backoff, last = 10*time.Millisecond, time.Now()
 		b.dropPending(recs)
 		var bytes int64
 		for _, ab := range q {
@@ -197,6 +209,18 @@ func (b *Bolt) applyLoop() {
 			}
 		}
 		clear(recs)
+	}
+}
+
+// pause waits for d, less if the writer is waiting for the applier or the
+// broker is closing.
+func (b *Bolt) pause(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-b.hurry:
+	case <-b.closing:
 	}
 }
 

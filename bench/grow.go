@@ -94,13 +94,16 @@ func growRuns(dir string, n int, progress func(string)) error {
 	// id(i) is the canonical UUID of copy i; times go back i ms so the
 	// copies spread over the time indexes as real runs would.
 	const id = `printf('%08x-0000-7000-8000-%012x', n.i, n.i)`
+	// runKey(i) is its run_key (migration 0037_run_keys), above the keys of
+	// the directory's own runs.
+	const runKey = `1000000000 + n.i`
 	copies := []struct {
 		table, where string
 		set          map[string]string
 	}{
-		{"platform_runs", "t.id = ?1", map[string]string{"id": id, "created_at": "t.created_at - n.i", "updated_at": "t.updated_at - n.i"}},
+		{"platform_runs", "t.id = ?1", map[string]string{"id": id, "run_key": runKey, "created_at": "t.created_at - n.i", "updated_at": "t.updated_at - n.i"}},
 		{"platform_run_events", "t.run_id = ?1", map[string]string{"run_id": id, "at": "t.at - n.i"}},
-		{"platform_run_logs", "t.run_id = ?1", map[string]string{"id": "NULL", "run_id": id, "at": "t.at - n.i"}},
+		{"platform_run_logs", "t.run_key = (SELECT run_key FROM platform_runs WHERE id = ?1)", map[string]string{"id": "NULL", "run_key": runKey, "at": "t.at - n.i"}},
 		{"platform_idempotency", "t.key = ?4", map[string]string{"id": "randomblob(16)", "key": "t.key || '-' || n.i", "created_at": "t.created_at - n.i"}},
 		{"platform_access_decisions", "t.seq = (SELECT max(seq) FROM platform_access_audit WHERE method = 'POST')",
 			map[string]string{"seq": "NULL", "request_id": "t.request_id || n.i", "at": "t.at - n.i"}},

@@ -185,6 +185,6 @@ steps:
 
 func stepStarted(h *harness, run, node string) bool {
 	var n int
-	_ = h.d.DB.Reader().QueryRow(`SELECT count(*) FROM platform_run_logs WHERE run_id = ? AND type = 'step_started' AND node_id = ?`, run, node).Scan(&n)
+	_ = h.d.DB.Reader().QueryRow(`SELECT count(*) FROM platform_run_logs WHERE run_key = (SELECT run_key FROM platform_runs WHERE id = ?) AND type = 'step_started' AND node_id = ?`, run, node).Scan(&n)
 	return n > 0
 }

@@ -475,8 +475,8 @@ func TestRunLogsList(t *testing.T) {
 	is.Equal(len(logs(qs("type", "step_started", "type", "step_completed"))), 9)
 	is.Equal(len(logs(qs("level", "info"))), len(all))
 	is.Equal(len(logs(qs("level", "warn"))), 0)
-	h.dbExec(`INSERT INTO platform_run_logs(run_id, at, level, type, message) VALUES (?, ?, 'error', 'test_note', 'an error'),
-		(?, ?, 'warn', 'test_note', 'a warning')`, run, all[len(all)-1].At.UnixMilli(), run, all[len(all)-1].At.UnixMilli())
+	h.dbExec(`INSERT INTO platform_run_logs(run_key, at, level, type, message) VALUES ((SELECT run_key FROM platform_runs WHERE id = ?1), ?2, 'error', 'test_note', 'an error'),
+		((SELECT run_key FROM platform_runs WHERE id = ?1), ?2, 'warn', 'test_note', 'a warning')`, run, all[len(all)-1].At.UnixMilli())
 	is.Equal(len(logs(qs("level", "warn"))), 2)
 	errs := logs(qs("level", "error"))
 	is.Equal(len(errs), 1)

@@ -128,7 +128,8 @@ func packHistory(ctx context.Context, tx *sql.Tx, id string) (packed []byte, nEv
 		return nil, 0, 0, err
 	}
 	lines := []archivedLog{}
-	if err := eachRow(ctx, tx, "archive logs", `SELECT id, at, seq, level, type, node_id, message, data, record FROM platform_run_logs WHERE run_id = ? ORDER BY id`,
+	if err := eachRow(ctx, tx, "archive logs", `SELECT id, at, seq, level, type, node_id, message, data, record FROM platform_run_logs
+		WHERE run_key = (SELECT run_key FROM platform_runs WHERE id = ?) ORDER BY id`,
 		[]any{id}, func(rows *sql.Rows) error {
 			var l archivedLog
 			var seq, record sql.NullInt64
@@ -183,7 +184,7 @@ func storeArchive(ctx context.Context, tx *sql.Tx, id string, packed []byte, nEv
 		{"insert archive", `INSERT INTO platform_run_archives(run_id, history, event_count, log_count, archived_at) VALUES (?, ?, ?, ?, ?)`,
 			[]any{id, packed, nEvents, nLogs, store.Millis(at)}},
 		{"delete archived events", `DELETE FROM platform_run_events WHERE run_id = ?`, []any{id}},
-		{"delete archived logs", `DELETE FROM platform_run_logs WHERE run_id = ?`, []any{id}},
+		{"delete archived logs", `DELETE FROM platform_run_logs WHERE run_key = (SELECT run_key FROM platform_runs WHERE id = ?)`, []any{id}},
 		{"mark archived", `UPDATE platform_runs SET archived_at = ? WHERE id = ?`, []any{store.Millis(at), id}},
 	} {
 		if _, err := tx.ExecContext(ctx, st.sql, st.args...); err != nil {
@@ -226,7 +227,8 @@ func restoreArchive(ctx context.Context, tx *sql.Tx, id string) (int, int, error
 			}
 			l.Data = nil
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO platform_run_logs(id, run_id, at, seq, level, type, node_id, message, data, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		if _, err := tx.ExecContext(ctx, `INSERT INTO platform_run_logs(id, run_key, at, seq, level, type, node_id, message, data, record)
+			VALUES (?, (SELECT run_key FROM platform_runs WHERE id = ?), ?, ?, ?, ?, ?, ?, ?, ?)`,
 			l.ID, id, l.At, l.Seq, l.Level, l.Type, l.Node, l.Message, l.Data, l.Record); err != nil {
 			return 0, 0, fmt.Errorf("engine: restore log line %d of run %s: %w", l.ID, id, err)
 		}
@@ -271,7 +273,7 @@ func deleteRun(ctx context.Context, tx *sql.Tx, id string) error {
 		{"inbox", `DELETE FROM platform_run_inbox WHERE run_id = ?`},
 		{"file references", `DELETE FROM platform_file_refs WHERE run_id = ?`},
 		{"events", `DELETE FROM platform_run_events WHERE run_id = ?`},
-		{"logs", `DELETE FROM platform_run_logs WHERE run_id = ?`},
+		{"logs", `DELETE FROM platform_run_logs WHERE run_key = (SELECT run_key FROM platform_runs WHERE id = ?)`},
 		{"archive", `DELETE FROM platform_run_archives WHERE run_id = ?`},
 		{"run", `DELETE FROM platform_runs WHERE id = ?`},
 	} {

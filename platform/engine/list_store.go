@@ -196,10 +196,11 @@ func scanRecords(ctx context.Context, q store.Querier, id string, upTo int64, fn
 }
 
 // listLogLines reads the log lines of run f.RunID that match f, behind
-// f.After, in id order. A line stored as a reference to its event's record
+// f.After, in id order. The run's row maps its id to the run_key its lines
+// are stored under (platform_runs primary key, then platform_run_logs_run). A line stored as a reference to its event's record
 // (migration 0033) gets that record, byte for byte, as its data.
 func listLogLines(ctx context.Context, q store.Querier, f LogQuery) ([]LogEntry, error) {
-	where := "l.run_id = ? AND l.id > ?"
+	where := "r.id = ? AND l.id > ?"
 	args := []any{f.RunID, f.After}
 	if i := slices.Index(logLevels, f.MinLevel); i > 0 {
 		ph, vals := placeholders(logLevels[i:])
@@ -222,7 +223,8 @@ func listLogLines(ctx context.Context, q store.Querier, f LogQuery) ([]LogEntry,
 	items := []LogEntry{}
 	var recs eventRecordCache
 	err := eachRow(ctx, q, "list run logs", `SELECT l.id, l.at, l.seq, l.level, l.type, l.node_id, l.message, l.data, l.record, e.records, e.at, substr(e.payload, 1, ?)
-		FROM platform_run_logs l LEFT JOIN platform_run_events e ON l.record IS NOT NULL AND e.run_id = l.run_id AND e.seq = l.seq
+		FROM platform_runs r JOIN platform_run_logs l ON l.run_key = r.run_key
+		LEFT JOIN platform_run_events e ON l.record IS NOT NULL AND e.run_id = r.id AND e.seq = l.seq
 		WHERE `+where+` ORDER BY l.id LIMIT ?`, append(append([]any{payloadIDSpan}, args...), f.Limit),
 		func(rows *sql.Rows) error {
 			var l LogEntry

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -133,4 +134,66 @@ func TestLogRecordsMigration(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(len(got), 1)
 	is.Equal(string(got[0].Data), enc(recs[1]))
+}
+
+// TestRunKeysMigration opens a data directory whose log lines name their
+// run by its id: after 0037_run_keys they name its run_key, read back the
+// same (ids, order, filters, cursor), and the log's id sequence continues
+// where it was (a deleted line's id is not given again).
+func TestRunKeysMigration(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	runs := []string{"01a21c20-e2c8-72e3-b907-c170ec150f2d", "01a21c20-e2c8-72e3-b907-c170ec150f2e"}
+	path := oldDataDir(t, 36, func(db *sql.DB) {
+		for _, run := range runs {
+			mustExec(t, db, `INSERT INTO platform_runs(id, tenant_id, project_id, environment_id, activation_id, status, state, seq, created_at, updated_at, created_by)
+				VALUES (?, 't', 'p', 'e', 'a', 'succeeded', '{}', 2, 1, 1, 'u')`, run)
+		}
+		mustExec(t, db, `INSERT INTO platform_run_events(run_id, seq, kind, payload, records, at) VALUES (?, 2, 'task_completed', '{}', '[{"type":"step_started","seq":2}]', 5)`, runs[0])
+		for i := range 7 {
+			mustExec(t, db, `INSERT INTO platform_run_logs(run_id, at, seq, level, type, node_id, message, data, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				runs[i%2], 10+i, map[bool]any{true: 2, false: nil}[i == 0], map[bool]string{true: "warn", false: "info"}[i == 3],
+				fmt.Sprintf("type_%d", i%3), map[bool]any{true: "n", false: nil}[i%2 == 1], fmt.Sprintf("line %d", i),
+				map[bool]any{true: `{"x":1}`, false: nil}[i == 2], map[bool]any{true: 0, false: nil}[i == 0])
+		}
+		mustExec(t, db, `DELETE FROM platform_run_logs WHERE id = 7`)
+	})
+	read := func(db store.Querier, q LogQuery) string {
+		lines, err := listLogLines(ctx, db, q)
+		is.NoErr(err)
+		raw, err := json.Marshal(lines)
+		is.NoErr(err)
+		return string(raw)
+	}
+	applied, err := store.Migrate(ctx, path, Migrations())
+	is.NoErr(err)
+	is.Equal(applied[0].Name, "0037_run_keys")
+	db, err := store.Open(ctx, path, Migrations(), store.Options{})
+	is.NoErr(err)
+	is.Equal(read(db.Reader(), LogQuery{RunID: runs[0], Limit: 10}),
+		`[{"id":1,"at":"1970-01-01T00:00:00.01Z","seq":2,"level":"info","type":"type_0","node_id":null,"message":"line 0","data":{"type":"step_started","seq":2}},`+
+			`{"id":3,"at":"1970-01-01T00:00:00.012Z","seq":null,"level":"info","type":"type_2","node_id":null,"message":"line 2","data":{"x":1}},`+
+			`{"id":5,"at":"1970-01-01T00:00:00.014Z","seq":null,"level":"info","type":"type_1","node_id":null,"message":"line 4","data":null}]`)
+	is.Equal(read(db.Reader(), LogQuery{RunID: runs[1], Limit: 10}),
+		`[{"id":2,"at":"1970-01-01T00:00:00.011Z","seq":null,"level":"info","type":"type_1","node_id":"n","message":"line 1","data":null},`+
+			`{"id":4,"at":"1970-01-01T00:00:00.013Z","seq":null,"level":"warn","type":"type_0","node_id":"n","message":"line 3","data":null},`+
+			`{"id":6,"at":"1970-01-01T00:00:00.015Z","seq":null,"level":"info","type":"type_2","node_id":"n","message":"line 5","data":null}]`)
+	is.Equal(read(db.Reader(), LogQuery{RunID: runs[1], After: 2, MinLevel: "warn", Limit: 10}),
+		`[{"id":4,"at":"1970-01-01T00:00:00.013Z","seq":null,"level":"warn","type":"type_0","node_id":"n","message":"line 3","data":null}]`)
+	// A new line continues the sequence past the deleted line 7; a new
+	// run gets the next key.
+	is.NoErr(db.Close())
+	raw, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(0)") // the platform's tables the run refers to are not here
+	is.NoErr(err)
+	defer raw.Close()
+	tx, err := raw.Begin()
+	is.NoErr(err)
+	is.NoErr(insertRun(ctx, tx, runRow{ID: "01a21c20-e2c8-72e3-b907-c170ec150f2f", Tenant: "t", Project: "p", Environment: "e", ActivationID: "a", CreatedBy: "u"}))
+	is.NoErr(writeLog(ctx, tx, runs[0], logLine{At: time.UnixMilli(20), Type: "later", Message: "m"}))
+	is.NoErr(tx.Commit())
+	var id, key int64
+	is.NoErr(raw.QueryRow(`SELECT max(id) FROM platform_run_logs`).Scan(&id))
+	is.Equal(id, int64(8))
+	is.NoErr(raw.QueryRow(`SELECT run_key FROM platform_runs WHERE id = '01a21c20-e2c8-72e3-b907-c170ec150f2f'`).Scan(&key))
+	is.Equal(key, int64(3))
 }

@@ -107,11 +107,14 @@ func (s *Service) getRun(ctx context.Context, q store.Querier, env, id string) (
 }
 
 // insertRun stores a new run with its state (after its started event).
+// Its run_key, the integer its log lines name it by (migration
+// 0037_run_keys), is one more than the largest (platform_runs_key).
 func insertRun(ctx context.Context, tx *sql.Tx, r runRow) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO platform_runs(id, tenant_id, project_id, environment_id, activation_id, parent_run_id,
 		status, state, seq, needs_work, correlation_key, business_key, created_at, updated_at, created_by,
-		published_version_id, caller_run_id, caller_child_id, test)
-		VALUES (?, ?, ?, ?, ?, ?, 'running', '{}', 1, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		published_version_id, caller_run_id, caller_child_id, test, run_key)
+		VALUES (?, ?, ?, ?, ?, ?, 'running', '{}', 1, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+		(SELECT coalesce(max(run_key), 0) + 1 FROM platform_runs))`,
 		r.ID, r.Tenant, r.Project, r.Environment, r.ActivationID, r.ParentRunID, r.CorrelationKey, r.BusinessKey,
 		store.Millis(r.CreatedAt), store.Millis(r.UpdatedAt), r.CreatedBy, optional(r.PublishedVersionID), r.CallerRunID, r.CallerChildID, r.Test)
 	if err != nil {

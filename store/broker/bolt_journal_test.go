@@ -323,3 +323,26 @@ func values(ms []Message) []string {
 	}
 	return out
 }
+
+// Compaction at start (store/boltcompact, bbolt's Compact) copies the
+// journal's id with the rest, so a journal events.bolt lacks is still
+// replayed into the compacted file.
+func TestBoltJournalSurvivesCompaction(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	dbPath, jPath, _ := crashJournal(t, dir, 6, 2)
+	src, err := bolt.Open(dbPath, 0o600, &bolt.Options{ReadOnly: true})
+	is.NoErr(err)
+	compacted := filepath.Join(dir, "compacted.bolt")
+	dst, err := bolt.Open(compacted, 0o600, nil)
+	is.NoErr(err)
+	is.NoErr(bolt.Compact(dst, src, 1<<20))
+	is.NoErr(dst.Close())
+	is.NoErr(src.Close())
+	db, b := openJournaled(t, compacted, jPath)
+	defer db.Close()
+	defer b.Close()
+	got, err := b.Read(t.Context(), "j", 0, 100)
+	is.NoErr(err)
+	is.Equal(len(got), 6)
+}

@@ -102,7 +102,7 @@ func growRuns(dir string, n int, progress func(string)) error {
 		set          map[string]string
 	}{
 		{"platform_runs", "t.id = ?1", map[string]string{"id": id, "run_key": runKey, "created_at": "t.created_at - n.i", "updated_at": "t.updated_at - n.i"}},
-		{"platform_run_events", "t.run_id = ?1", map[string]string{"run_id": id, "at": "t.at - n.i"}},
+		{"platform_run_events", "t.run_key = (SELECT run_key FROM platform_runs WHERE id = ?1)", map[string]string{"run_key": runKey, "at": "t.at - n.i"}},
 		{"platform_run_logs", "t.run_key = (SELECT run_key FROM platform_runs WHERE id = ?1)", map[string]string{"id": "NULL", "run_key": runKey, "at": "t.at - n.i"}},
 		{"platform_idempotency", "t.key = ?4", map[string]string{"id": "randomblob(16)", "key": "t.key || '-' || n.i", "created_at": "t.created_at - n.i"}},
 		{"platform_access_decisions", "t.seq = (SELECT max(seq) FROM platform_access_audit WHERE method = 'POST')",

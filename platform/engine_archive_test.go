@@ -40,10 +40,11 @@ func (h *harness) countRows(table, id string) int {
 	h.t.Helper()
 	var n int
 	query := `SELECT count(*) FROM ` + table + ` WHERE run_id = ?`
-	if table == "platform_run_logs" {
-		// Lines name their run by its run_key (migration 0037_run_keys):
-		// the run's lines, and lines of no run at all (a purged run's).
-		query = `SELECT count(*) FROM platform_run_logs WHERE run_key = (SELECT run_key FROM platform_runs WHERE id = ?)
+	if table == "platform_run_logs" || table == "platform_run_events" {
+		// Lines and events name their run by its run_key (migrations
+		// 0037_run_keys, 0038_run_event_keys): the run's rows, and rows of
+		// no run at all (a purged run's).
+		query = `SELECT count(*) FROM ` + table + ` WHERE run_key = (SELECT run_key FROM platform_runs WHERE id = ?)
 			OR run_key NOT IN (SELECT run_key FROM platform_runs WHERE run_key IS NOT NULL)`
 	}
 	if err := h.d.DB.Reader().QueryRow(query, id).Scan(&n); err != nil {
@@ -214,7 +215,7 @@ func TestArchiveRestorePurgeRun(t *testing.T) {
 	}
 	// The live run's events are still append-only.
 	err := h.d.DB.Write(context.Background(), func(tx *sql.Tx) error {
-		_, err := tx.Exec(`DELETE FROM platform_run_events WHERE run_id = ?`, waiting.ID)
+		_, err := tx.Exec(`DELETE FROM platform_run_events WHERE run_key = (SELECT run_key FROM platform_runs WHERE id = ?)`, waiting.ID)
 		return err
 	})
 	is.True(err != nil && strings.Contains(err.Error(), "append-only"))

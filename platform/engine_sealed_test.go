@@ -168,7 +168,7 @@ func unsealRun(t *testing.T, box *secretbox.Box, path, id string) {
 	is.NoErr(db.QueryRow(`SELECT sql FROM sqlite_master WHERE name = 'platform_run_events_no_update'`).Scan(&trigger))
 	_, err = db.Exec(`DROP TRIGGER platform_run_events_no_update`)
 	is.NoErr(err)
-	rows, err := db.Query(`SELECT seq, payload FROM platform_run_events WHERE run_id = ?`, id)
+	rows, err := db.Query(`SELECT seq, payload FROM platform_run_events WHERE run_key = (SELECT run_key FROM platform_runs WHERE id = ?)`, id)
 	is.NoErr(err)
 	plain := map[int64]string{}
 	for rows.Next() {
@@ -180,7 +180,7 @@ func unsealRun(t *testing.T, box *secretbox.Box, path, id string) {
 	is.NoErr(rows.Err())
 	rows.Close()
 	for seq, payload := range plain {
-		_, err = db.Exec(`UPDATE platform_run_events SET payload = ? WHERE run_id = ? AND seq = ?`, payload, id, seq)
+		_, err = db.Exec(`UPDATE platform_run_events SET payload = ? WHERE run_key = (SELECT run_key FROM platform_runs WHERE id = ?) AND seq = ?`, payload, id, seq)
 		is.NoErr(err)
 	}
 	_, err = db.Exec(trigger)

@@ -104,7 +104,8 @@ type archivedHistory struct {
 // packHistory reads run id's events and log lines and answers them packed.
 func packHistory(ctx context.Context, tx *sql.Tx, id string) (packed []byte, nEvents, nLogs int, err error) {
 	evs := []archivedEvent{}
-	if err := eachRow(ctx, tx, "archive events", `SELECT seq, kind, payload, records, at FROM platform_run_events WHERE run_id = ? ORDER BY seq`,
+	if err := eachRow(ctx, tx, "archive events", `SELECT seq, kind, payload, records, at FROM platform_run_events
+		WHERE run_key = (SELECT run_key FROM platform_runs WHERE id = ?) ORDER BY seq`,
 		[]any{id}, func(rows *sql.Rows) error {
 			var e archivedEvent
 			if err := rows.Scan(&e.Seq, &e.Kind, &e.Payload, &e.Records, &e.At); err != nil {
@@ -113,7 +114,7 @@ func packHistory(ctx context.Context, tx *sql.Tx, id string) (packed []byte, nEv
 			// The archive keeps whole values (compact ones expanded,
 			// event_codec.go); one zstd frame compresses their repeats.
 			at := store.FromMillis(e.At)
-			payload, err := expandPayload([]byte(e.Payload), e.Seq, at, e.Kind)
+			payload, err := expandPayload([]byte(e.Payload), e.Seq, at, e.Kind, id)
 			if err != nil {
 				return err
 			}
@@ -183,7 +184,7 @@ func storeArchive(ctx context.Context, tx *sql.Tx, id string, packed []byte, nEv
 	}{
 		{"insert archive", `INSERT INTO platform_run_archives(run_id, history, event_count, log_count, archived_at) VALUES (?, ?, ?, ?, ?)`,
 			[]any{id, packed, nEvents, nLogs, store.Millis(at)}},
-		{"delete archived events", `DELETE FROM platform_run_events WHERE run_id = ?`, []any{id}},
+		{"delete archived events", `DELETE FROM platform_run_events WHERE run_key = (SELECT run_key FROM platform_runs WHERE id = ?)`, []any{id}},
 		{"delete archived logs", `DELETE FROM platform_run_logs WHERE run_key = (SELECT run_key FROM platform_runs WHERE id = ?)`, []any{id}},
 		{"mark archived", `UPDATE platform_runs SET archived_at = ? WHERE id = ?`, []any{store.Millis(at), id}},
 	} {
@@ -212,7 +213,8 @@ func restoreArchive(ctx context.Context, tx *sql.Tx, id string) (int, int, error
 	}
 	evs, lines := h.Events, h.Logs
 	for _, e := range evs {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO platform_run_events(run_id, seq, kind, payload, records, at) VALUES (?, ?, ?, ?, ?, ?)`,
+		if _, err := tx.ExecContext(ctx, `INSERT INTO platform_run_events(run_key, seq, kind, payload, records, at)
+			VALUES ((SELECT run_key FROM platform_runs WHERE id = ?), ?, ?, ?, ?, ?)`,
 			id, e.Seq, e.Kind, e.Payload, e.Records, e.At); err != nil {
 			return 0, 0, fmt.Errorf("engine: restore event %d of run %s: %w", e.Seq, id, err)
 		}
@@ -272,7 +274,7 @@ func deleteRun(ctx context.Context, tx *sql.Tx, id string) error {
 		{"timers", `DELETE FROM platform_run_timers WHERE run_id = ?`},
 		{"inbox", `DELETE FROM platform_run_inbox WHERE run_id = ?`},
 		{"file references", `DELETE FROM platform_file_refs WHERE run_id = ?`},
-		{"events", `DELETE FROM platform_run_events WHERE run_id = ?`},
+		{"events", `DELETE FROM platform_run_events WHERE run_key = (SELECT run_key FROM platform_runs WHERE id = ?)`},
 		{"logs", `DELETE FROM platform_run_logs WHERE run_key = (SELECT run_key FROM platform_runs WHERE id = ?)`},
 		{"archive", `DELETE FROM platform_run_archives WHERE run_id = ?`},
 		{"run", `DELETE FROM platform_runs WHERE id = ?`},

@@ -82,7 +82,7 @@ func TestMigrations(t *testing.T) {
 	for _, x := range m {
 		versions = append(versions, x.Version)
 	}
-	is.Equal(versions, []int{6, 10, 12, 13, 14, 17, 25, 26, 32, 33, 35, 37})
+	is.Equal(versions, []int{6, 10, 12, 13, 14, 17, 25, 26, 32, 33, 35, 37, 38})
 }
 
 // An agent tool call's input and its task's output are redacted with the

@@ -28,6 +28,11 @@ const compactMark = '~'
 // an unsealed event name it once instead of once each.
 const noIDMark = '='
 
+// noRunMark starts a compact payload that also leaves out its run id: a
+// started event names its run ("run_id" right after its id), which the row
+// names too. Reading puts "run_id":"<run>", back after the id.
+const noRunMark = '^'
+
 // payloadIDSpan is how many bytes of a stored payload payloadEventID
 // reads at most (readers of records select no more of the payload): a
 // longer id is not left out of the records.
@@ -35,10 +40,10 @@ const payloadIDSpan = 64
 
 // payloadEventID answers the event id a stored payload starts with: a
 // compact payload is ~"id":"<id>",... (the kernel encodes the id first
-// after seq, time and kind). "" for a whole or sealed payload.
+// after seq, time and kind). nil for a whole or sealed payload.
 func payloadEventID(stored []byte) []byte {
 	const head = `~"id":"`
-	if !bytes.HasPrefix(stored, []byte(head)) {
+	if len(stored) == 0 || (stored[0] != compactMark && stored[0] != noRunMark) || !bytes.HasPrefix(stored[1:], []byte(head[1:])) {
 		return nil
 	}
 	end := bytes.IndexByte(stored[len(head):], '"')
@@ -71,25 +76,48 @@ func eventPrefix(seq int64, at time.Time, kind string) ([]byte, error) {
 // rowTime is the event time as the row keeps it (milliseconds, UTC).
 func rowTime(at time.Time) time.Time { return store.FromMillis(store.Millis(at)) }
 
-// compactPayload answers the stored form of an event's JSON.
-func compactPayload(full []byte, seq int64, at time.Time, kind string) []byte {
+// runField is the field a started event names its run with.
+func runField(run string) []byte { return []byte(`"run_id":"` + run + `",`) }
+
+// compactPayload answers the stored form of the JSON of an event of run.
+func compactPayload(full []byte, seq int64, at time.Time, kind, run string) []byte {
 	p, err := eventPrefix(seq, rowTime(at), kind)
 	if err != nil || !bytes.HasPrefix(full, p) {
 		return full
 	}
-	return append([]byte{compactMark}, full[len(p):]...)
+	out := append([]byte{compactMark}, full[len(p):]...)
+	if id := payloadEventID(out); id != nil {
+		// ~"id":"<id>","run_id":"<run>",rest -> ^"id":"<id>",rest
+		cut := len(`~"id":"`) + len(id) + 2
+		if rf := runField(run); bytes.HasPrefix(out[cut:], rf) {
+			out[0] = noRunMark
+			out = append(out[:cut], out[cut+len(rf):]...)
+		}
+	}
+	return out
 }
 
-// expandPayload answers an event's JSON from its stored form.
-func expandPayload(stored []byte, seq int64, at time.Time, kind string) ([]byte, error) {
-	if len(stored) == 0 || stored[0] != compactMark {
+// expandPayload answers the JSON of an event of run from its stored form.
+func expandPayload(stored []byte, seq int64, at time.Time, kind, run string) ([]byte, error) {
+	if len(stored) == 0 || (stored[0] != compactMark && stored[0] != noRunMark) {
 		return stored, nil
 	}
 	p, err := eventPrefix(seq, at, kind)
 	if err != nil {
 		return nil, fmt.Errorf("engine: event %d: %w", seq, err)
 	}
-	return append(p, stored[1:]...), nil
+	if stored[0] == compactMark {
+		return append(p, stored[1:]...), nil
+	}
+	id := payloadEventID(stored)
+	if id == nil {
+		return nil, fmt.Errorf("engine: event %d: the payload names no event id", seq)
+	}
+	cut := len(`~"id":"`) + len(id) + 2
+	rf := runField(run)
+	out := make([]byte, 0, len(p)+len(stored)+len(rf))
+	out = append(append(append(out, p...), stored[1:cut]...), rf...)
+	return append(out, stored[cut:]...), nil
 }
 
 // recordHead is how a record's JSON starts up to its event id, and the

@@ -24,6 +24,10 @@ func TestCompactEventValues(t *testing.T) {
 	}
 	ev := kernel.Event{Seq: 2, At: at, Kind: kernel.EventTaskCompleted, ID: "01a21c20-e2c8-797f-a4fe-14d8ce83bf6e",
 		TaskID: "ded7fad6-eed8-508b-9684-e1a754a3b32a", Output: json.RawMessage(`{"name":"<ada> & \"b\""}`)}
+	const run = "01a21c20-e2c8-72e3-b907-c170ec150f2d"
+	started := kernel.Event{Seq: 1, At: at, Kind: kernel.EventStarted, ID: ev.ID, RunID: run, Input: json.RawMessage(`{"name":"ada"}`)}
+	otherRun := started
+	otherRun.RunID = "01a21c20-e2c8-72e3-b907-c170ec150f2e"
 	rec := func(typ string, seq int64, id string, obs time.Time, node string) *kernel.Record {
 		return &kernel.Record{Type: typ, Seq: seq, EventID: id, ObservedAt: obs, NodeID: node, Instance: node, Generation: 1, Detail: "x\u2028<y>"}
 	}
@@ -37,6 +41,8 @@ func TestCompactEventValues(t *testing.T) {
 	}{
 		{"usual", ev, []*kernel.Record{rec("step_completed", 2, ev.ID, at, "greet"), rec("step_started", 2, ev.ID, at, "nothing")}, true, true, true},
 		{"no records", ev, []*kernel.Record{}, true, false, false},
+		{"a started event: its run id is the row's", started, []*kernel.Record{rec("step_started", 1, ev.ID, at, "greet")}, true, true, true},
+		{"a started event of another run id", otherRun, nil, true, false, false},
 		{"a record observed at another time", ev, []*kernel.Record{rec("step_started", 2, ev.ID, at, "a"), rec("signal_buffered", 2, ev.ID, at.Add(-time.Second), "b")}, true, false, false},
 		{"a record of another event", ev, []*kernel.Record{rec("step_started", 1, ev.ID, at, "a")}, true, false, false},
 		{"a record without event id", ev, []*kernel.Record{rec("step_started", 2, "", at, "a")}, true, false, false},
@@ -49,12 +55,13 @@ func TestCompactEventValues(t *testing.T) {
 			is := is.New(t)
 			full := enc(c.event)
 			rowAt := rowTime(c.event.At)
-			stored := compactPayload(full, c.event.Seq, c.event.At, string(c.event.Kind))
-			is.Equal(stored[0] == compactMark, c.payload)
+			stored := compactPayload(full, c.event.Seq, c.event.At, string(c.event.Kind), run)
+			is.Equal(stored[0] == compactMark || stored[0] == noRunMark, c.payload)
+			is.Equal(stored[0] == noRunMark, c.event.RunID == run && c.payload)
 			if c.payload {
 				is.True(len(stored) < len(full)-40)
 			}
-			back, err := expandPayload(stored, c.event.Seq, rowAt, string(c.event.Kind))
+			back, err := expandPayload(stored, c.event.Seq, rowAt, string(c.event.Kind), run)
 			is.NoErr(err)
 			is.Equal(string(back), string(full))
 			if c.records == nil {

@@ -165,7 +165,7 @@ func nodeKinds(ctx context.Context, q store.Querier, versionID string) (map[stri
 // seq order, to fn with the task and error of a task_failed event.
 func scanRecords(ctx context.Context, q store.Querier, id string, upTo int64, fn func([]kernel.Record, string, *kernel.TaskError)) error {
 	return eachRow(ctx, q, "read run records", `SELECT seq, kind, at, records, CASE WHEN kind = ? THEN payload ELSE substr(payload, 1, ?) END FROM platform_run_events
-		WHERE run_id = ? AND seq <= ? AND records <> '[]' ORDER BY seq`, []any{string(kernel.EventTaskFailed), payloadIDSpan, id, upTo},
+		WHERE run_key = (SELECT run_key FROM platform_runs WHERE id = ?) AND seq <= ? AND records <> '[]' ORDER BY seq`, []any{string(kernel.EventTaskFailed), payloadIDSpan, id, upTo},
 		func(rows *sql.Rows) error {
 			var records, payload, kind string
 			var seq, at int64
@@ -182,7 +182,7 @@ func scanRecords(ctx context.Context, q store.Querier, id string, upTo int64, fn
 			}
 			var e kernel.Event
 			if kind == string(kernel.EventTaskFailed) {
-				plain, err := expandPayload([]byte(payload), seq, store.FromMillis(at), kind)
+				plain, err := expandPayload([]byte(payload), seq, store.FromMillis(at), kind, id)
 				if err != nil {
 					return err
 				}
@@ -224,7 +224,7 @@ func listLogLines(ctx context.Context, q store.Querier, f LogQuery) ([]LogEntry,
 	var recs eventRecordCache
 	err := eachRow(ctx, q, "list run logs", `SELECT l.id, l.at, l.seq, l.level, l.type, l.node_id, l.message, l.data, l.record, e.records, e.at, substr(e.payload, 1, ?)
 		FROM platform_runs r JOIN platform_run_logs l ON l.run_key = r.run_key
-		LEFT JOIN platform_run_events e ON l.record IS NOT NULL AND e.run_id = r.id AND e.seq = l.seq
+		LEFT JOIN platform_run_events e ON l.record IS NOT NULL AND e.run_key = r.run_key AND e.seq = l.seq
 		WHERE `+where+` ORDER BY l.id LIMIT ?`, append(append([]any{payloadIDSpan}, args...), f.Limit),
 		func(rows *sql.Rows) error {
 			var l LogEntry

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -180,6 +181,17 @@ func TestRunKeysMigration(t *testing.T) {
 			`{"id":6,"at":"1970-01-01T00:00:00.015Z","seq":null,"level":"info","type":"type_2","node_id":"n","message":"line 5","data":null}]`)
 	is.Equal(read(db.Reader(), LogQuery{RunID: runs[1], After: 2, MinLevel: "warn", Limit: 10}),
 		`[{"id":4,"at":"1970-01-01T00:00:00.013Z","seq":null,"level":"warn","type":"type_0","node_id":"n","message":"line 3","data":null}]`)
+	// The events were converted too (0038_run_event_keys), as stored, and
+	// stay append-only.
+	var recs []kernel.Record
+	is.NoErr(scanRecords(ctx, db.Reader(), runs[0], 10, func(r []kernel.Record, _ string, _ *kernel.TaskError) { recs = append(recs, r...) }))
+	is.Equal(len(recs), 1)
+	is.Equal(recs[0].Type, "step_started")
+	err = db.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`DELETE FROM platform_run_events`)
+		return err
+	})
+	is.True(err != nil && strings.Contains(err.Error(), "append-only"))
 	// A new line continues the sequence past the deleted line 7; a new
 	// run gets the next key.
 	is.NoErr(db.Close())

@@ -141,7 +141,7 @@ func (s *Service) encodeEvent(id string, e kernel.Event, effects []kernel.Effect
 	// An unsealed payload and the records are stored compact
 	// (event_codec.go); a sealed payload is stored whole.
 	if !sealed {
-		plain = compactPayload(plain, e.Seq, e.At, string(e.Kind))
+		plain = compactPayload(plain, e.Seq, e.At, string(e.Kind), id)
 	}
 	var eventID []byte // the id the stored payload starts with, if any
 	if !sealed {
@@ -175,8 +175,9 @@ func insertEvents(ctx context.Context, tx *sql.Tx, id string, events []eventEntr
 	for _, e := range events {
 		args = append(args, id, e.seq, e.kind, e.payload, e.records, store.Millis(e.at))
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO platform_run_events(run_id, seq, kind, payload, records, at) VALUES `+
-		rowsText(`(?, ?, ?, ?, ?, ?)`, len(events)), args...); err != nil {
+	// An event names its run by run_key (migration 0038_run_event_keys).
+	if _, err := tx.ExecContext(ctx, `INSERT INTO platform_run_events(run_key, seq, kind, payload, records, at) VALUES `+
+		rowsText(`((SELECT run_key FROM platform_runs WHERE id = ?), ?, ?, ?, ?, ?)`, len(events)), args...); err != nil {
 		return fmt.Errorf("engine: append event: %w", err)
 	}
 	return nil
@@ -285,7 +286,7 @@ type eventRow struct {
 // listEvents reads a run's events after seq in seq order, opened.
 func (s *Service) listEvents(ctx context.Context, q store.Querier, id string, after int64, limit int) ([]eventRow, error) {
 	rows, err := q.QueryContext(ctx, `SELECT seq, kind, payload, records, at FROM platform_run_events
-		WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, id, after, limit)
+		WHERE run_key = (SELECT run_key FROM platform_runs WHERE id = ?) AND seq > ? ORDER BY seq LIMIT ?`, id, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("engine: list events: %w", err)
 	}
@@ -301,7 +302,7 @@ func (s *Service) listEvents(ctx context.Context, q store.Querier, id string, af
 		e.At = store.FromMillis(at)
 		plain, err := s.seal.open(payload, eventAD(id, e.Seq))
 		if err == nil {
-			plain, err = expandPayload(plain, e.Seq, e.At, e.Kind)
+			plain, err = expandPayload(plain, e.Seq, e.At, e.Kind, id)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("engine: event %d of run %s: %w", e.Seq, id, err)

@@ -239,8 +239,9 @@ func (s *Service) StartChat(ctx context.Context, p Principal, req ChatRequest) (
 		s: s, ctx: runCtx, wait: jw}
 	run.close = func() {
 		// A waiter that goes away (disconnect, revocation) cancels the job
-		// when no other waiter remains.
-		if leave() {
+		// when no other waiter remains. One that saw the job end has
+		// nothing to cancel: the answer is not held up by reading it again.
+		if leave() && !run.ended() {
 			if j, err := s.Job(context.Background(), Principal{Owner: true}, id); err == nil && !j.State.Terminal() {
 				if _, err := s.Control(context.Background(), Principal{Owner: true}, id, ActCancel); err != nil {
 					s.log.Warn("cancel abandoned chat job", "job", id, "err", err)
@@ -252,7 +253,7 @@ func (s *Service) StartChat(ctx context.Context, p Principal, req ChatRequest) (
 	}
 	nj := newJob{ID: id, Profile: profile, Prompt: prompt, Source: "chat", Metadata: map[string]string{"model": req.Model}}
 	jobp, committed := s.createJobQueued(ctx, p, nj)
-	started, err := s.sched.startNow(s.ctx, id, committed)
+	started, err := s.sched.startNow(s.ctx, id, committed, firstTurn(s.jobRow(p, nj, s.now().UTC())))
 	if err != nil {
 		run.close()
 		return nil, err
@@ -266,6 +267,9 @@ func (s *Service) StartChat(ctx context.Context, p Principal, req ChatRequest) (
 
 // Close ends the request's wait (see StartChat).
 func (c *ChatRun) Close() { c.close() }
+
+// ended reports whether the wait saw the job reach a terminal state.
+func (c *ChatRun) ended() bool { return c.wait.ended() }
 
 // Wait blocks until the job ends and answers it, or the OpenAI error of
 // a job that did not succeed or a wait that ended first.

@@ -131,20 +131,25 @@ func (s *Service) createJobQueued(ctx context.Context, p Principal, nj newJob) (
 	return job, done
 }
 
-func (s *Service) insertJob(tx *sql.Tx, ev *pending, p Principal, nj newJob) (Job, error) {
-	prof := s.profiles[nj.Profile]
-	now := s.now().UTC()
-	if nj.ID == "" {
-		nj.ID = uuid.NewString()
-	}
+// jobRow is the job nj creates for p: queued, first attempt.
+func (s *Service) jobRow(p Principal, nj newJob, now time.Time) Job {
 	job := Job{
-		ID: nj.ID, Client: p.Client, Profile: nj.Profile, Provider: prof.provider.Name(), Source: nj.Source,
+		ID: nj.ID, Client: p.Client, Profile: nj.Profile, Provider: s.profiles[nj.Profile].provider.Name(), Source: nj.Source,
 		State: StateQueued, Prompt: nj.Prompt, WorkDir: nj.WorkDir, Metadata: nj.Metadata, Attempt: 1,
 		CreatedAt: now, UpdatedAt: now,
 	}
 	if job.Metadata == nil {
 		job.Metadata = map[string]string{}
 	}
+	return job
+}
+
+func (s *Service) insertJob(tx *sql.Tx, ev *pending, p Principal, nj newJob) (Job, error) {
+	now := s.now().UTC()
+	if nj.ID == "" {
+		nj.ID = uuid.NewString()
+	}
+	job := s.jobRow(p, nj, now)
 	meta, _ := json.Marshal(job.Metadata)
 	ts := store.Text(now)
 	if _, err := tx.Exec(`INSERT INTO bridge_jobs(id, client_id, profile, provider, source, state, prompt, work_dir, metadata, attempt, created_at, updated_at, queued_at)

@@ -146,6 +146,13 @@ func (w *waiterRegistry) finish(j Job) {
 	}
 }
 
+// ended reports whether the job was delivered in a terminal state.
+func (jw *jobWait) ended() bool {
+	jw.mu.Lock()
+	defer jw.mu.Unlock()
+	return jw.done && jw.final.State.Terminal()
+}
+
 func (jw *jobWait) wake() {
 	close(jw.signal)
 	jw.signal = make(chan struct{})

@@ -123,7 +123,7 @@ func (sc *scheduler) start(ctx context.Context, id string) bool {
 	if !sc.reserve(id) {
 		return false
 	}
-	return sc.launch(ctx, id, nil)
+	return sc.launch(ctx, id, nil, nil)
 }
 
 // reserve takes a slot for id; false when none is free or id runs already.
@@ -161,7 +161,11 @@ func (sc *scheduler) flush(jobID string) {
 // created yields the creation's result; startNow always consumes it and
 // returns its error. It reports started=false (the job stays queued for the
 // scheduler) when no slot is free.
-func (sc *scheduler) startNow(ctx context.Context, id string, created <-chan error) (started bool, err error) {
+//
+// first is what the start transaction of a job just created reads
+// (firstTurn): the agent starts from it at once, while the creation and
+// the start run and commit, instead of after their SQL.
+func (sc *scheduler) startNow(ctx context.Context, id string, created <-chan error, first launched) (started bool, err error) {
 	if !sc.reserve(id) {
 		return false, <-created
 	}
@@ -169,7 +173,7 @@ func (sc *scheduler) startNow(ctx context.Context, id string, created <-chan err
 	started = sc.launch(ctx, id, func() error {
 		createErr = <-created
 		return createErr
-	})
+	}, &first)
 	return started, createErr
 }
 
@@ -198,6 +202,20 @@ func (c *startCommit) wait() error {
 // errStartFailed ends a turn whose start did not commit.
 var errStartFailed = errors.New("the turn's start was not committed")
 
+// firstTurn is what the start transaction of job, created with its prompt
+// as its only message and not yet started, reads: the job running its
+// first attempt, the prompt, no tool observation.
+func firstTurn(job Job) launched {
+	job.State = StateRunning
+	return launched{job: job, msg: job.Prompt, hasMsg: true}
+}
+
+// sameTurn reports whether the start transaction read what the turn
+// started with (first): the message and the attempt it belongs to.
+func (l launched) sameTurn(first launched) bool {
+	return l.hasMsg == first.hasMsg && l.msg == first.msg && l.job.Attempt == first.job.Attempt && l.toolSeq == first.toolSeq
+}
+
 // launch moves a reserved job to running and runs its turn. Registering the
 // cancel function before the state changes means a pause or cancel that
 // sees the job running always finds it.
@@ -207,7 +225,10 @@ var errStartFailed = errors.New("the turn's start was not committed")
 // (BENCHMARKS.md, "The chat turn"). The turn writes nothing before the
 // commit is confirmed (its writes are queued after it on the same writer),
 // and a start that fails to commit kills the process and records nothing.
-func (sc *scheduler) launch(ctx context.Context, id string, created func() error) bool {
+//
+// first, when given, is what the start transaction will read (startNow):
+// the agent then starts without waiting for the transaction to run.
+func (sc *scheduler) launch(ctx context.Context, id string, created func() error, first *launched) bool {
 	s := sc.s
 	turnCtx, cancel := context.WithCancelCause(ctx)
 	sc.mu.Lock()
@@ -252,13 +273,18 @@ func (sc *scheduler) launch(ctx context.Context, id string, created func() error
 			sc.kick()
 		}()
 		var l launched
-		select {
-		case l = <-ran:
-		case <-commit.done:
+		switch {
+		case first != nil:
+			l = *first // launch checks it against what the transaction read
+		default:
 			select {
 			case l = <-ran:
-			default:
-				return // paused or cancelled in between, or never created
+			case <-commit.done:
+				select {
+				case l = <-ran:
+				default:
+					return // paused or cancelled in between, or never created
+				}
 			}
 		}
 		select {
@@ -274,6 +300,20 @@ func (sc *scheduler) launch(ctx context.Context, id string, created func() error
 	if created != nil {
 		if cerr := created(); cerr != nil {
 			err = cerr
+		}
+	}
+	if err == nil && first != nil {
+		// The agent started from first; the turn is recorded only if the
+		// transaction read the same (it always does for a job it just
+		// created: firstTurn), else nothing of it is.
+		select {
+		case l := <-ran:
+			if !l.sameTurn(*first) {
+				s.log.Error("a started turn's input differs from its job's; the turn is dropped", "job", id)
+				err = errStartFailed
+			}
+		default:
+			err = errStartFailed
 		}
 	}
 	// The turn is cancelled before the failure is announced, so a turn
@@ -326,11 +366,30 @@ func (sc *scheduler) runTurn(daemonCtx, ctx context.Context, l launched, commit 
 	}
 	defer closeTools()
 	prov := rec.resolve(prof.provider)
+	ran := make(chan struct{})
+	early := s.earlyOutcome(daemonCtx, watchCtx, job, rec, commit, ran)
 	res, runErr := prov.Run(watchCtx, req, rec.emit)
-	rec.flushTools()
+	close(ran)
 	// Writes queued before the outcome commit before it; wait for them
 	// whichever way the turn ends.
 	defer rec.wait()
+	<-early.done
+	if early.attempted {
+		// The outcome was recorded at the agent's result. What it printed
+		// since is committed before the answer, so the answer still
+		// follows every write of the turn.
+		if rec.holding() {
+			rec.flushTools()
+			rec.flush()
+		}
+		rec.wait()
+		if early.saved {
+			s.waiters.finish(early.final)
+			s.sched.kick()
+		}
+		return
+	}
+	rec.flushTools()
 	cause := context.Cause(watchCtx)
 	if commit.wait() != nil {
 		return // the process was killed (errStartFailed); nothing is recorded
@@ -362,6 +421,44 @@ func (sc *scheduler) runTurn(daemonCtx, ctx context.Context, l launched, commit 
 	default:
 		s.finishTurn(job, ActSucceed, nil, res.Text, rec.take())
 	}
+}
+
+// earlyTurn is a turn's outcome recorded at the agent's result, before its
+// process exited.
+type earlyTurn struct {
+	done      chan struct{}
+	attempted bool // the outcome's transaction ran: the turn must not record another
+	saved     bool // it committed; final is the job as it left it
+	final     Job
+}
+
+// earlyOutcome records the turn's outcome as soon as the agent reports a
+// successful result, while its process exits: a result decides the turn
+// (runProcess: neither a later forced exit nor a cancel changes it), and
+// the fsync of the outcome's commit then overlaps the agent's exit instead
+// of following it (BENCHMARKS.md, "The chat turn"). The waiters are told
+// only once the process is gone and whatever it printed after its result
+// is committed too (runTurn). A turn already cancelled, paused, timed out
+// or shutting down when the result arrives, or one whose Run returns
+// without a successful result, is ended by runTurn as before.
+func (s *Service) earlyOutcome(daemonCtx, turnCtx context.Context, job Job, rec *recorder, commit *startCommit, ran <-chan struct{}) *earlyTurn {
+	et := &earlyTurn{done: make(chan struct{})}
+	go func() {
+		defer close(et.done)
+		var text string
+		select {
+		case text = <-rec.result:
+		case <-ran:
+			return
+		}
+		if commit.wait() != nil || daemonCtx.Err() != nil || context.Cause(turnCtx) != nil {
+			return
+		}
+		et.attempted = true
+		rec.flushTools()
+		et.final, et.saved = s.saveTurn(job, ActSucceed, nil, text, rec.take())
+	}()
+	return et
 }
 
 // runError turns a provider's failure to reach a result into a job error.
@@ -435,6 +532,15 @@ func (s *Service) requeueMessage(job Job, recorded []recordFn) {
 // completion's answer). When more messages wait, the job goes back to the
 // queue instead of ending.
 func (s *Service) finishTurn(job Job, act Action, jobErr *JobError, text string, recorded []recordFn) {
+	if final, ok := s.saveTurn(job, act, jobErr, text, recorded); ok {
+		s.waiters.finish(final)
+		s.sched.kick()
+	}
+}
+
+// saveTurn is finishTurn without telling the waiters: it answers the job as
+// the outcome's transaction left it, and whether it committed.
+func (s *Service) saveTurn(job Job, act Action, jobErr *JobError, text string, recorded []recordFn) (Job, bool) {
 	ctx := context.Background()
 	var final Job
 	var outcomeErr error
@@ -455,10 +561,9 @@ func (s *Service) finishTurn(job Job, act Action, jobErr *JobError, text string,
 	}
 	if err != nil {
 		s.log.Error("record turn outcome", "job", job.ID, "err", err)
-		return
+		return final, false
 	}
-	s.waiters.finish(final)
-	s.sched.kick()
+	return final, true
 }
 
 // saveOutcome writes a turn's outcome and answers the job as it is now.
@@ -532,6 +637,9 @@ type recorder struct {
 	toolSeq      int            // the job's last tool seq (one turn runs at a time)
 	start        *startCommit   // nothing is written before the turn's start commits
 
+	// result yields the text of the agent's successful result (earlyOutcome).
+	result chan string
+
 	mu    sync.Mutex
 	held  []recordFn
 	timer *time.Timer
@@ -550,7 +658,7 @@ const recordDelay = 20 * time.Millisecond
 const recordBatch = 256
 
 func newRecorder(s *Service, job Job, toolSeq int, start *startCommit) *recorder {
-	r := &recorder{s: s, job: job, tools: map[string]int{}, toolSeq: toolSeq, start: start}
+	r := &recorder{s: s, job: job, tools: map[string]int{}, toolSeq: toolSeq, start: start, result: make(chan string, 1)}
 	r.lastActivity.Store(time.Now().UnixNano())
 	return r
 }
@@ -573,6 +681,13 @@ func (r *recorder) flush() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.queueLocked()
+}
+
+// holding reports whether writes are held.
+func (r *recorder) holding() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.held) > 0
 }
 
 // take hands the held writes to a caller that runs them, in order, at the
@@ -757,6 +872,12 @@ func (r *recorder) emit(e provider.Event) {
 			}
 			return s.audit(tx, j.ID, j.Attempt, "agent."+string(e.Kind), summary, map[string]any{"text": e.Text, "usage": e.Usage})
 		})
+		if e.Kind == provider.EventResult && !e.IsError && e.ParentToolID == "" {
+			select {
+			case r.result <- e.Text:
+			default: // a second result does not decide the turn again
+			}
+		}
 	case provider.EventError, provider.EventLog:
 		r.write(func(tx *sql.Tx, ev *pending) error {
 			summary := nested(e, map[string]any{"text": excerpt(e.Text, 200)})

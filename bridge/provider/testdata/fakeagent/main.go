@@ -29,6 +29,7 @@
 //	                  {"type":"fake.child","pid":N}) and sleep forever
 //	#ignore-term      with #hang/#linger: ignore SIGTERM (parent and child)
 //	#linger           print everything, then sleep forever
+//	#stderr-after     print everything, then a line on stderr before exiting
 //	#mcp-call:TOOL:JSON  claude: call TOOL of the --mcp-config server with the
 //	                  JSON arguments (no spaces), answer with its result (mcp.go)
 //	#exit:N           command mode: print the answer, then exit N with a stderr line
@@ -222,6 +223,7 @@ type plan struct {
 	exit              int
 	malformed, crash  bool
 	hang, linger, ign bool
+	stderrAfter       bool
 	pwd, args         bool
 	envs              []string
 	mcp               *mcpCall
@@ -252,6 +254,8 @@ func parsePlan(prompt string) plan {
 			p.hang = true
 		case "#linger":
 			p.linger = true
+		case "#stderr-after":
+			p.stderrAfter = true
 		case "#ignore-term":
 			p.ign = true
 		case "#pwd":
@@ -377,6 +381,9 @@ func play(d dialect, prompt, resume, mcpConfig string) int {
 	}
 	for _, l := range lines {
 		out(l, p.slow)
+	}
+	if p.stderrAfter {
+		fmt.Fprintln(os.Stderr, "fakeagent: said after the result")
 	}
 	if p.linger {
 		sleepForever(p.ign)

@@ -106,16 +106,22 @@ func (s *Service) getRun(ctx context.Context, q store.Querier, env, id string) (
 	return r, nil
 }
 
-// insertRun stores a new run with its state (after its started event).
-// Its run_key, the integer its log lines name it by (migration
-// 0037_run_keys), is one more than the largest (platform_runs_key).
+// insertRun stores a new run, before its started event.
 func insertRun(ctx context.Context, tx *sql.Tx, r runRow) error {
+	return insertRunState(ctx, tx, r, "running", "{}", 1, false)
+}
+
+// insertRunState stores a new run with its status, stored state, sequence
+// and inline-work flag. Its run_key, the integer its log lines name it by
+// (migration 0037_run_keys), is one more than the largest
+// (platform_runs_key).
+func insertRunState(ctx context.Context, tx *sql.Tx, r runRow, status string, state any, seq int64, work bool) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO platform_runs(id, tenant_id, project_id, environment_id, activation_id, parent_run_id,
 		status, state, seq, needs_work, correlation_key, business_key, created_at, updated_at, created_by,
 		published_version_id, caller_run_id, caller_child_id, test, run_key)
-		VALUES (?, ?, ?, ?, ?, ?, 'running', '{}', 1, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
 		(SELECT coalesce(max(run_key), 0) + 1 FROM platform_runs))`,
-		r.ID, r.Tenant, r.Project, r.Environment, r.ActivationID, r.ParentRunID, r.CorrelationKey, r.BusinessKey,
+		r.ID, r.Tenant, r.Project, r.Environment, r.ActivationID, r.ParentRunID, status, state, seq, work, r.CorrelationKey, r.BusinessKey,
 		store.Millis(r.CreatedAt), store.Millis(r.UpdatedAt), r.CreatedBy, optional(r.PublishedVersionID), r.CallerRunID, r.CallerChildID, r.Test)
 	if err != nil {
 		return fmt.Errorf("engine: insert run: %w", err)
@@ -193,18 +199,8 @@ func rowsText(row string, n int) string {
 // due-timer table hold now; prevSeq fences concurrent writers. sealed:
 // the state is stored sealed.
 func (s *Service) storeRow(ctx context.Context, tx *sql.Tx, id string, prevSeq int64, prevTimers map[string]*kernel.Timer, st kernel.State, work bool, at time.Time, sealed bool) error {
-	plain, err := json.Marshal(st)
+	state, err := s.encodeState(id, st, sealed)
 	if err != nil {
-		return fmt.Errorf("engine: encode state: %w", err)
-	}
-	var state any
-	if !sealed && st.Status.Terminal() {
-		// An ended run's state is kept until the run is purged and not
-		// rewritten by events: it is stored zstd-packed (scanRun unpacks;
-		// docs/retention.md). A live run's state, rewritten at every
-		// event, stays plain JSON.
-		state = store.Pack(plain)
-	} else if state, err = s.seal.maybe(sealed, plain, stateAD(id)); err != nil {
 		return err
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE platform_runs SET status = ?, state = ?, seq = ?, needs_work = ?, updated_at = ?
@@ -218,6 +214,35 @@ func (s *Service) storeRow(ctx context.Context, tx *sql.Tx, id string, prevSeq i
 		return fmt.Errorf("engine: store state of run %s: it changed concurrently", id)
 	}
 	return saveTimers(ctx, tx, id, prevTimers, st.Timers)
+}
+
+// insertNewRun stores run r, created by this transaction, with its state
+// and its timers (see storeRow) in one insert.
+func (s *Service) insertNewRun(ctx context.Context, tx *sql.Tx, r runRow, work, sealed bool) error {
+	state, err := s.encodeState(r.ID, r.State, sealed)
+	if err != nil {
+		return err
+	}
+	if err := insertRunState(ctx, tx, r, string(r.State.Status), state, r.State.Seq, work); err != nil {
+		return err
+	}
+	return saveTimers(ctx, tx, r.ID, nil, r.State.Timers)
+}
+
+// encodeState is st as run id's row stores it.
+func (s *Service) encodeState(id string, st kernel.State, sealed bool) (any, error) {
+	plain, err := json.Marshal(st)
+	if err != nil {
+		return nil, fmt.Errorf("engine: encode state: %w", err)
+	}
+	if !sealed && st.Status.Terminal() {
+		// An ended run's state is kept until the run is purged and not
+		// rewritten by events: it is stored zstd-packed (scanRun unpacks;
+		// docs/retention.md). A live run's state, rewritten at every
+		// event, stays plain JSON.
+		return store.Pack(plain), nil
+	}
+	return s.seal.maybe(sealed, plain, stateAD(id))
 }
 
 // saveTimers makes the run's rows in the due-timer table those of timers,
@@ -372,17 +397,43 @@ type activationInfo struct {
 
 // readActivation reads an activation of the environment.
 func readActivation(ctx context.Context, q store.Querier, env, id string) (activationInfo, error) {
-	var a activationInfo
-	var defaults string
+	var status, version, defaults sql.NullString
 	err := q.QueryRowContext(ctx, `SELECT status, published_version_id, input_defaults FROM platform_activations
-		WHERE id = ? AND environment_id = ?`, id, env).Scan(&a.status, &a.versionID, &defaults)
+		WHERE id = ? AND environment_id = ?`, id, env).Scan(&status, &version, &defaults)
 	if errors.Is(err, sql.ErrNoRows) {
-		return a, invalid("/activation_id", "the environment has no activation with that id")
+		return activationInfo{}, invalid("/activation_id", "the environment has no activation with that id")
 	}
 	if err != nil {
-		return a, fmt.Errorf("engine: read activation: %w", err)
+		return activationInfo{}, fmt.Errorf("engine: read activation: %w", err)
 	}
-	if err := json.Unmarshal([]byte(defaults), &a.defaults); err != nil {
+	return activationFrom(status, version, defaults)
+}
+
+// readStartActivation is requireEnvironment and readActivation in one
+// query (a run start's reads): err is requireEnvironment's answer, and
+// aErr readActivation's, which a start answers after its other checks.
+func readStartActivation(ctx context.Context, q store.Querier, sc auth.Scope, id string) (a activationInfo, aErr, err error) {
+	var status, version, defaults sql.NullString
+	err = q.QueryRowContext(ctx, `SELECT a.status, a.published_version_id, a.input_defaults FROM platform_environments e
+		LEFT JOIN platform_activations a ON a.id = ? AND a.environment_id = e.id
+		WHERE e.id = ? AND e.project_id = ? AND e.tenant_id = ?`, id, sc.Environment, sc.Project, sc.Tenant).Scan(&status, &version, &defaults)
+	if errors.Is(err, sql.ErrNoRows) {
+		return a, nil, notFound("environment")
+	}
+	if err != nil {
+		return a, nil, fmt.Errorf("engine: read environment and activation: %w", err)
+	}
+	if !status.Valid {
+		return a, invalid("/activation_id", "the environment has no activation with that id"), nil
+	}
+	a, aErr = activationFrom(status, version, defaults)
+	return a, aErr, nil
+}
+
+// activationFrom is the activationInfo of a row's columns.
+func activationFrom(status, version, defaults sql.NullString) (activationInfo, error) {
+	a := activationInfo{status: status.String, versionID: version.String}
+	if err := json.Unmarshal([]byte(defaults.String), &a.defaults); err != nil {
 		return a, fmt.Errorf("engine: stored input defaults: %w", err)
 	}
 	if a.status != "active" {

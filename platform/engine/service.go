@@ -177,9 +177,6 @@ func (s *Service) applyEvent(ctx context.Context, tx *sql.Tx, r *runRow, p *prog
 		c.work = work
 		c.rows.events = append(c.rows.events, entry)
 	}
-	if err := indexIncidents(ctx, tx, r.ID, r.Environment, effects); err != nil {
-		return nil, false, err
-	}
 	r.State, r.UpdatedAt = st, e.At
 	var rows *pendingRows
 	switch {
@@ -197,6 +194,9 @@ func (s *Service) applyEvent(ctx context.Context, tx *sql.Tx, r *runRow, p *prog
 	default:
 		rows = &c.rows
 	}
+	if err := indexIncidents(ctx, tx, r.ID, r.Environment, effects); err != nil {
+		return nil, false, err
+	}
 	if err := s.perform(ctx, tx, r, p, e, effects, rows); err != nil {
 		return nil, false, err
 	}
@@ -204,14 +204,16 @@ func (s *Service) applyEvent(ctx context.Context, tx *sql.Tx, r *runRow, p *prog
 }
 
 // ownRowOnly reports whether performing effects leaves the run's own row
-// and inbox alone: records, timers (saveTimers), continue, built-in echo
-// and noop tasks, incidents and the run's end (outbox, log, and the
-// caller's inbox, another run's).
+// and inbox alone and writes no row that refers to it but through the
+// cursor's rows: records, timers (saveTimers), continue, built-in echo
+// and noop tasks and the run's end (outbox, log, and the caller's inbox,
+// another run's). Incidents are indexed in a table that refers to the
+// run's row, which a new run's cursor has not inserted yet.
 func ownRowOnly(p *program, effects []kernel.Effect) bool {
 	for _, ef := range effects {
 		switch ef.Kind {
 		case kernel.EffectRecord, kernel.EffectStartTimer, kernel.EffectCancelTimer, kernel.EffectContinue,
-			kernel.EffectOpenIncident, kernel.EffectResolveIncident, kernel.EffectRunCompleted:
+			kernel.EffectRunCompleted:
 		case kernel.EffectStartTask:
 			if ef.Task == nil || ef.Task.Executor != kernel.ExecutorConnector {
 				return false
@@ -474,7 +476,10 @@ type runCursor struct {
 	// dirty: r's state, the flag work and the state's timers are not
 	// stored yet; the row holds rowSeq and the due-timer table the
 	// timers of rowTimers.
-	dirty     bool
+	dirty bool
+	// unstored: the run is new and its row not inserted yet (flush
+	// inserts it).
+	unstored  bool
 	work      bool
 	rowSeq    int64
 	rowTimers map[string]*kernel.Timer
@@ -497,11 +502,16 @@ func (s *Service) flush(ctx context.Context, tx *sql.Tx, c *runCursor) error {
 	if !c.dirty {
 		return nil
 	}
-	id := c.r.ID
-	if err := insertEvents(ctx, tx, id, c.rows.events); err != nil {
+	id, sealed := c.r.ID, !c.p.sec.none
+	if c.unstored {
+		if err := s.insertNewRun(ctx, tx, c.r, c.work, sealed); err != nil {
+			return err
+		}
+		c.unstored = false
+	} else if err := s.storeRow(ctx, tx, id, c.rowSeq, c.rowTimers, c.r.State, c.work, c.r.UpdatedAt, sealed); err != nil {
 		return err
 	}
-	if err := s.storeRow(ctx, tx, id, c.rowSeq, c.rowTimers, c.r.State, c.work, c.r.UpdatedAt, !c.p.sec.none); err != nil {
+	if err := insertEvents(ctx, tx, id, c.rows.events); err != nil {
 		return err
 	}
 	if err := writeLogs(ctx, tx, id, c.rows.logs); err != nil {

@@ -83,7 +83,8 @@ func (s *Service) planStart(ctx context.Context, sc auth.Scope, req StartRequest
 		}
 	}
 	r := s.db.Reader()
-	if err := requireEnvironment(ctx, r, sc); err != nil {
+	a, aErr, err := readStartActivation(ctx, r, sc, req.ActivationID)
+	if err != nil {
 		return nil, err
 	}
 	if parent != "" {
@@ -93,9 +94,8 @@ func (s *Service) planStart(ctx context.Context, sc auth.Scope, req StartRequest
 			return nil, err
 		}
 	}
-	a, err := readActivation(ctx, r, sc.Environment, req.ActivationID)
-	if err != nil {
-		return nil, err
+	if aErr != nil {
+		return nil, aErr
 	}
 	if input, err = mergeDefaults(input, a.defaults); err != nil {
 		return nil, err
@@ -148,15 +148,19 @@ func (rs *RunStart) commit(ctx context.Context, tx *sql.Tx) (runRow, error) {
 	run := runRow{ID: s.newID(), Tenant: sc.Tenant, Project: sc.Project, Environment: sc.Environment, ActivationID: req.ActivationID,
 		ParentRunID: parentID, CorrelationKey: optional(req.CorrelationKey), BusinessKey: optional(req.BusinessKey),
 		CreatedAt: now, UpdatedAt: now, CreatedBy: rs.by, PublishedVersionID: rs.a.versionID, Test: rs.opts.Test}
-	if err := insertRun(ctx, tx, run); err != nil {
-		return runRow{}, err
+	// The run is new: no event is held for it, and its row is inserted
+	// with its state by the cursor's flush, unless its input's files are
+	// attached to it first.
+	c := runCursor{r: run, p: rs.p, loaded: true, noInbox: true, unstored: len(rs.p.files.Input) == 0}
+	if !c.unstored {
+		if err := insertRun(ctx, tx, run); err != nil {
+			return runRow{}, err
+		}
 	}
 	input, err := s.attachFiles(ctx, tx, sc.Environment, run.ID, "/input", rs.input, rs.p.files.Input, rs.opts.Files)
 	if err != nil {
 		return runRow{}, err
 	}
-	// The run is new: no event is held for it.
-	c := runCursor{r: run, p: rs.p, loaded: true, noInbox: true}
 	_, work, err := s.applyEvent(ctx, tx, &c.r, rs.p, kernel.Event{Kind: kernel.EventStarted, RunID: run.ID, Input: input}, &c)
 	if err != nil {
 		return runRow{}, refusal(err)

@@ -315,7 +315,7 @@ func (s *Service) accept(w http.ResponseWriter, r *http.Request, req *request) {
 	req.published = true
 	s.hub.publish(Activity{Time: env.ReceivedAt, Kind: KindAccepted, EventID: env.ID, Provider: req.provider, Topic: req.topic, Status: http.StatusAccepted, Size: env.Size})
 	w.Header().Set("X-Webhook-Event-Id", env.ID)
-	httpx.WriteJSON(w, http.StatusAccepted, Ack{Status: "accepted", EventID: env.ID, Provider: req.provider, ReceivedAt: env.ReceivedAt.UTC()})
+	writeAck(w, Ack{Status: "accepted", EventID: env.ID, Provider: req.provider, ReceivedAt: env.ReceivedAt.UTC()})
 }
 
 // publishFailed answers 503 (the provider should retry) and dead-letters the

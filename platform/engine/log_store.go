@@ -17,7 +17,7 @@ func writeLog(ctx context.Context, tx *sql.Tx, id string, l logLine) error {
 // logInsert is the statement that appends logRowsPerInsert lines at most;
 // the lines of one event share a statement (fewer statements per
 // transition). A line names its run by the run's run_key (migration
-// 0037_run_keys), looked up by id.
+// 0037_run_keys), looked up by id: the run's row is stored first.
 const (
 	logInsert        = `INSERT INTO platform_run_logs(run_key, at, seq, level, type, node_id, message, data, record) VALUES `
 	logRow           = `((SELECT run_key FROM platform_runs WHERE id = ?), ?, ?, ?, ?, ?, ?, ?, ?)`

@@ -181,7 +181,9 @@ func insertEvents(ctx context.Context, tx *sql.Tx, id string, events []eventEntr
 	for _, e := range events {
 		args = append(args, id, e.seq, e.kind, e.payload, e.records, store.Millis(e.at))
 	}
-	// An event names its run by run_key (migration 0038_run_event_keys).
+	// An event names its run by run_key (migration 0038_run_event_keys),
+	// read from the run's row: the row must be stored first, in tx (a
+	// missing row leaves run_key NULL, which the table refuses).
 	if _, err := tx.ExecContext(ctx, `INSERT INTO platform_run_events(run_key, seq, kind, payload, records, at) VALUES `+
 		rowsText(`((SELECT run_key FROM platform_runs WHERE id = ?), ?, ?, ?, ?, ?)`, len(events)), args...); err != nil {
 		return fmt.Errorf("engine: append event: %w", err)

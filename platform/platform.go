@@ -391,7 +391,7 @@ func (s *Service) prune(ctx context.Context) error {
 			return err
 		}
 		if r := s.cfg.Audit.Retention.D(); r > 0 {
-			if _, err := identity.PruneAudit(ctx, tx, now.Add(-r)); err != nil {
+			if _, err := s.audit.Prune(ctx, tx, now.Add(-r)); err != nil {
 				return err
 			}
 		}

@@ -357,7 +357,7 @@ func TestMigrationsAndBootstrap(t *testing.T) {
 	rows.Close()
 	is.Equal(names, []string{"0001_boot", "0002_access", "0003_access_audit", "0004_definitions", "0005_activations", "0006_runs", "0010_incidents",
 		"0011_schedules", "0012_worker_tasks", "0013_human_tasks", "0014_dispatches", "0015_triggers", "0017_outbox", "0018_provider_inbox", "0021_operations", "0022_compatibility", "0023_step_test_items", "0025_run_lifecycle", "0026_scheduler_indexes", "0028_files",
-		"0030_debug_sessions", "0031_studio_documents", "0032_run_archive", "0033_run_log_records", "0034_idempotency_compact", "0035_runs_env_index", "0036_access_audit_compact", "0037_run_keys", "0038_run_event_keys"})
+		"0030_debug_sessions", "0031_studio_documents", "0032_run_archive", "0033_run_log_records", "0034_idempotency_compact", "0035_runs_env_index", "0036_access_audit_compact", "0037_run_keys", "0038_run_event_keys", "0039_access_decisions_context"})
 	var n int
 	is.NoErr(h.d.DB.Reader().QueryRow(`SELECT count(*) FROM platform_tenants`).Scan(&n))
 	is.Equal(n, 1)

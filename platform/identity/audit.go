@@ -34,8 +34,13 @@ type AuditLog struct {
 	log *slog.Logger
 	ch  chan api.Decision
 	// contexts are the keys of the access contexts stored, read and
-	// written by the writer goroutine only.
+	// written by the writer goroutine only, at most maxCachedContexts.
 	contexts map[auditContext]int64
+	// pruned counts prunes that deleted contexts; the writer forgets its
+	// cached keys when it changed (contextsSeen), since a deleted key may
+	// be given to another context.
+	pruned       atomic.Int64
+	contextsSeen int64
 	// pending counts decisions recorded and not yet written.
 	pending atomic.Int64
 
@@ -135,6 +140,12 @@ func (a *AuditLog) drain() {
 // per-row cost of the audit roughly in half.
 const auditRowsPerInsert = 64
 
+// maxCachedContexts bounds the writer's memory of context keys: contexts
+// come from request values (a method, scope ids in the path), so a client
+// can make many; past the bound the cache starts over and keys are read
+// from platform_access_contexts again.
+const maxCachedContexts = 4096
+
 // A decision is stored as its time, request id, resource and the key of
 // its context in platform_access_contexts (migration
 // 0036_access_audit_compact): the rest repeats for every request of a
@@ -186,6 +197,13 @@ func (a *AuditLog) write(batch []api.Decision) {
 	// shuts down (the database closes after every subsystem).
 	err := a.db.Write(context.Background(), func(tx *sql.Tx) error {
 		added = map[auditContext]int64{} // a retried transaction starts over
+		// Prune runs in its own write transaction; writes are serial, so a
+		// prune that deleted contexts has committed (or rolled back) when
+		// this transaction starts.
+		if n := a.pruned.Load(); n != a.contextsSeen {
+			clear(a.contexts)
+			a.contextsSeen = n
+		}
 		args := make([]any, 0, auditRowsPerInsert*4)
 		var full *sql.Stmt // the statement of a whole chunk, prepared once
 		defer func() {
@@ -221,7 +239,12 @@ func (a *AuditLog) write(batch []api.Decision) {
 		return nil
 	})
 	if err == nil {
-		maps.Copy(a.contexts, added)
+		if len(a.contexts)+len(added) > maxCachedContexts {
+			clear(a.contexts)
+		}
+		if len(added) <= maxCachedContexts {
+			maps.Copy(a.contexts, added)
+		}
 	}
 	a.pending.Add(-int64(len(batch)))
 	if err != nil {
@@ -235,11 +258,25 @@ func auditValues(n int) string {
 	return strings.Repeat(row+", ", n-1) + row
 }
 
-// PruneAudit deletes decisions older than cutoff.
-func PruneAudit(ctx context.Context, tx *sql.Tx, cutoff time.Time) (int64, error) {
+// Prune deletes decisions older than cutoff, then the contexts no
+// decision refers to any more (platform_access_decisions_context), so the
+// audit's retention bounds contexts too (docs/retention.md).
+func (a *AuditLog) Prune(ctx context.Context, tx *sql.Tx, cutoff time.Time) (int64, error) {
 	res, err := tx.ExecContext(ctx, `DELETE FROM platform_access_decisions WHERE at < ?`, store.Millis(cutoff))
 	if err != nil {
 		return 0, fmt.Errorf("identity: prune access audit: %w", err)
 	}
-	return res.RowsAffected()
+	n, err := res.RowsAffected()
+	if err != nil || n == 0 {
+		return n, err
+	}
+	res, err = tx.ExecContext(ctx, `DELETE FROM platform_access_contexts WHERE NOT EXISTS
+		(SELECT 1 FROM platform_access_decisions d WHERE d.context_id = platform_access_contexts.id)`)
+	if err != nil {
+		return 0, fmt.Errorf("identity: prune access contexts: %w", err)
+	}
+	if gone, err := res.RowsAffected(); err == nil && gone > 0 {
+		a.pruned.Add(1)
+	}
+	return n, nil
 }

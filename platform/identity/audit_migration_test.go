@@ -117,11 +117,71 @@ func TestAccessDecisionsMigrated(t *testing.T) {
 	is.True(strings.Contains(plan.String(), "USING INDEX platform_access_decisions_request")) // plan
 	is.True(!strings.Contains(plan.String(), "SCAN"))                                         // plan
 
-	// Retention deletes decisions; their contexts stay for the next ones.
+	// Retention deletes decisions, and the contexts no decision left refers
+	// to; the contexts of the two decisions kept stay.
 	is.NoErr(db.Write(ctx, func(tx *sql.Tx) error {
-		n, err := PruneAudit(ctx, tx, time.UnixMilli(2500))
+		n, err := a.Prune(ctx, tx, time.UnixMilli(2500))
 		is.Equal(n, int64(7))
 		return err
 	}))
 	is.Equal(len(auditRows(t, db, "")), 2)
+	is.NoErr(db.Reader().QueryRow(`SELECT count(*) FROM platform_access_contexts`).Scan(&contexts))
+	is.Equal(contexts, 2)
+}
+
+// TestPrunedContextRecordedAgain: a context the writer has cached is
+// deleted by a prune (its decisions expired); a later decision with that
+// context is recorded with a context row again, not with the deleted key.
+func TestPrunedContextRecordedAgain(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	db := openDB(t)
+	a := NewAuditLog(db, slog.New(slog.DiscardHandler))
+	defer a.Close()
+	d := func(id string, at int64, method string) api.Decision {
+		return api.Decision{At: time.UnixMilli(at).UTC(), RequestID: id, Method: method, Route: "/r", Action: api.ActionAuthorize, Allowed: true, Reason: "x"}
+	}
+	a.Record(d("old", 1000, "GET"))
+	a.Record(d("other", 3000, "POST")) // keeps the largest key alive
+	is.NoErr(a.Flush(ctx))
+	is.NoErr(db.Write(ctx, func(tx *sql.Tx) error {
+		n, err := a.Prune(ctx, tx, time.UnixMilli(2000))
+		is.Equal(n, int64(1))
+		return err
+	}))
+	var contexts int
+	is.NoErr(db.Reader().QueryRow(`SELECT count(*) FROM platform_access_contexts`).Scan(&contexts))
+	is.Equal(contexts, 1) // GET's context went with its decision
+
+	// A new context takes the next key; the GET decision's context is
+	// stored again rather than pointing at the deleted key.
+	a.Record(d("third", 4000, "PUT"))
+	a.Record(d("again", 5000, "GET"))
+	is.NoErr(a.Flush(ctx))
+	rows := auditRows(t, db, "WHERE request_id IN ('other', 'third', 'again')")
+	is.Equal(len(rows), 3)
+	is.True(strings.Contains(rows[0], "string:POST|"))
+	is.True(strings.Contains(rows[1], "string:PUT|"))
+	is.True(strings.Contains(rows[2], "string:GET|"))
+	var orphans int
+	is.NoErr(db.Reader().QueryRow(`SELECT count(*) FROM platform_access_decisions d
+		WHERE NOT EXISTS (SELECT 1 FROM platform_access_contexts c WHERE c.id = d.context_id)`).Scan(&orphans))
+	is.Equal(orphans, 0)
+}
+
+// TestContextCacheBounded: more distinct contexts than the writer caches
+// (a client choosing methods) are all recorded, and the cache stays bounded.
+func TestContextCacheBounded(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	db := openDB(t)
+	a := NewAuditLog(db, slog.New(slog.DiscardHandler))
+	const n = maxCachedContexts + 100
+	for i := range n {
+		a.Record(api.Decision{At: time.UnixMilli(int64(i)), RequestID: fmt.Sprint(i), Method: fmt.Sprintf("M%d", i), Route: "/r", Action: api.ActionAuthorize, Reason: "x"})
+	}
+	is.NoErr(a.Flush(ctx))
+	is.True(len(a.contexts) <= maxCachedContexts) // flushed: the writer is idle
+	is.NoErr(a.Close())
+	is.Equal(len(auditRows(t, db, "")), n)
 }

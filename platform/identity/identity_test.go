@@ -30,15 +30,14 @@ func openDB(t *testing.T) *store.DB {
 	return db
 }
 
-// TestAuditLogLosesNothingOnClose records many decisions from many
-// goroutines and closes at once: every one is written.
 // auditMigrations are the access migrations up to version upTo.
 func auditMigrations(t *testing.T, upTo int) []store.Migration {
+	t.Helper()
 	var migs []store.Migration
 	for _, m := range []struct {
 		version int
 		name    string
-	}{{1, "0001_boot"}, {2, "0002_access"}, {3, "0003_access_audit"}, {36, "0036_access_audit_compact"}} {
+	}{{1, "0001_boot"}, {2, "0002_access"}, {3, "0003_access_audit"}, {36, "0036_access_audit_compact"}, {39, "0039_access_decisions_context"}} {
 		if m.version <= upTo {
 			data := mustRead(t, filepath.Join("..", "migrations", m.name+".sql"))
 			migs = append(migs, store.Migration{Version: m.version, Name: m.name, SQL: data})
@@ -47,6 +46,8 @@ func auditMigrations(t *testing.T, upTo int) []store.Migration {
 	return migs
 }
 
+// TestAuditLogLosesNothingOnClose records many decisions from many
+// goroutines and closes at once: every one is written.
 func TestAuditLogLosesNothingOnClose(t *testing.T) {
 	is := is.New(t)
 	db := openDB(t)
@@ -70,7 +71,7 @@ func TestAuditLogLosesNothingOnClose(t *testing.T) {
 	is.NoErr(a.Close())                       // twice is fine
 	a.Record(api.Decision{RequestID: "late"}) // dropped with a warning, no panic
 	is.NoErr(db.Write(context.Background(), func(tx *sql.Tx) error {
-		removed, err := PruneAudit(context.Background(), tx, time.Now().Add(time.Hour))
+		removed, err := a.Prune(context.Background(), tx, time.Now().Add(time.Hour))
 		is.Equal(removed, int64(writers*each))
 		return err
 	}))

@@ -8,8 +8,14 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 )
 
-// defaultMemoEntries bounds the signature memo (about 100 bytes per entry).
-const defaultMemoEntries = 4096
+// defaultMemoEntries bounds the signature memo's entries; memoClaimsMax
+// bounds what one keeps: the claims of a token whose payload is larger are
+// not kept (its next use is checked in full), so the memo holds at most
+// about 4,096 × (4 KiB of claims + 100 bytes).
+const (
+	defaultMemoEntries = 4096
+	memoClaimsMax      = 4 << 10
+)
 
 // sigMemo remembers which exact token bytes already passed verification
 // under which key object, with the claims they carried. Clients reuse one

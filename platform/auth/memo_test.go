@@ -93,16 +93,43 @@ func TestSignatureMemoHitAnswersCopiedClaims(t *testing.T) {
 	key := testKeys()[0]
 	clock := newFakeClock()
 	v, ctx := newTestVerifier(t, newJWKSServer(t, pubJWK(key, "k0")).URL, clock), context.Background()
-	tok := sign(t, key, jose.RS256, "k0", validClaims(clock.Now()))
+	claims := validClaims(clock.Now())
+	claims["groups"] = []any{"a", "b"}
+	tok := sign(t, key, jose.RS256, "k0", claims)
 
 	first, err := v.Verify(ctx, tok)
 	is.NoErr(err)
+	e, ok := v.memo.lookup(sha256.Sum256([]byte(tok)))
+	is.True(ok && e.claims != nil) // the memo kept the claims
 	first.Raw["sub"], first.Subject = "changed", "changed"
 	first.Audience[0] = "changed"
+	first.Raw["groups"].([]any)[0] = "changed" // nested in the raw claims
+	is.Equal(e.claims.Subject, "user-1")
+	is.Equal(e.claims.Raw["groups"].([]any)[0], "a")
 	second, err := v.Verify(ctx, tok) // memo hit
 	is.NoErr(err)
 	is.True(second.Subject != "changed")
 	is.True(second.Raw["sub"] != "changed")
 	is.True(second.Audience[0] != "changed")
+	is.Equal(second.Raw["groups"].([]any)[0], "a")
 	is.Equal(second.Expiry, first.Expiry)
+}
+
+// A token whose payload is over memoClaimsMax is memoised by its signature
+// only: its claims are checked in full on each use.
+func TestSignatureMemoKeepsNoLargeClaims(t *testing.T) {
+	is := is.New(t)
+	key := testKeys()[0]
+	clock := newFakeClock()
+	v, ctx := newTestVerifier(t, newJWKSServer(t, pubJWK(key, "k0")).URL, clock), context.Background()
+	claims := validClaims(clock.Now())
+	claims["pad"] = strings.Repeat("x", memoClaimsMax)
+	tok := sign(t, key, jose.RS256, "k0", claims)
+	_, err := v.Verify(ctx, tok)
+	is.NoErr(err)
+	e, ok := v.memo.lookup(sha256.Sum256([]byte(tok)))
+	is.True(ok)              // the signature is known
+	is.True(e.claims == nil) // the claims are not kept
+	_, err = v.Verify(ctx, tok)
+	is.NoErr(err)
 }

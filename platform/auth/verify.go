@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -302,7 +301,11 @@ func (v *Verifier) Verify(ctx context.Context, rawToken string) (*Claims, error)
 			ok = err == nil
 		}
 		if ok {
-			v.memo.put(h, memoEntry{key: k.Key, expires: c.Expiry.Add(st.leeway), claims: c, st: st, kid: header.KeyID, alg: alg}, v.now())
+			e := memoEntry{key: k.Key, expires: c.Expiry.Add(st.leeway), st: st, kid: header.KeyID, alg: alg}
+			if len(payload) <= memoClaimsMax {
+				e.claims = c
+			}
+			v.memo.put(h, e, v.now())
 			return copyClaims(c), nil
 		}
 	}
@@ -341,11 +344,36 @@ func (v *Verifier) verifyKnown(ctx context.Context, e memoEntry) (c *Claims, don
 	return nil, false, nil
 }
 
-// copyClaims copies c, so that no caller shares the memo's claims.
+// copyClaims copies c, nested claim values included, so that no caller
+// shares the memo's claims.
 func copyClaims(c *Claims) *Claims {
 	cp := *c
-	cp.Audience, cp.Scopes, cp.Raw = slices.Clone(c.Audience), slices.Clone(c.Scopes), maps.Clone(c.Raw)
+	cp.Audience, cp.Scopes = slices.Clone(c.Audience), slices.Clone(c.Scopes)
+	if c.Raw != nil {
+		cp.Raw = copyJSON(c.Raw).(map[string]any)
+	}
 	return &cp
+}
+
+// copyJSON copies a value decoded by encoding/json: objects and arrays
+// are copied, scalars are immutable.
+func copyJSON(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(v))
+		for k, x := range v {
+			m[k] = copyJSON(x)
+		}
+		return m
+	case []any:
+		a := make([]any, len(v))
+		for i, x := range v {
+			a[i] = copyJSON(x)
+		}
+		return a
+	default:
+		return v
+	}
 }
 
 // checkCompactShape accepts only JWS compact serialization: three

@@ -114,6 +114,10 @@ func expandPayload(stored []byte, seq int64, at time.Time, kind, run string) ([]
 		return nil, fmt.Errorf("engine: event %d: the payload names no event id", seq)
 	}
 	cut := len(`~"id":"`) + len(id) + 2
+	if cut > len(stored) || stored[cut-1] != ',' {
+		// Damaged: the id is not followed by another member.
+		return nil, fmt.Errorf("engine: event %d: the compact payload ends after its id", seq)
+	}
 	rf := runField(run)
 	out := make([]byte, 0, len(p)+len(stored)+len(rf))
 	out = append(append(append(out, p...), stored[1:cut]...), rf...)

@@ -111,4 +111,10 @@ func TestCompactEventValues(t *testing.T) {
 	is.True(err != nil)
 	_, err = expandRecords([]byte(`~[{"type":"x","event_id":"e"`), 2, at, nil)
 	is.True(err != nil)
+	// A payload without its run that ends at its id, or whose id is not
+	// followed by another member, is an error too (not a panic).
+	for _, damaged := range []string{`^"id":"x"`, `^"id":"x"}`, `^"id":"x"]`} {
+		_, err = expandPayload([]byte(damaged), 2, at, "started", "run-1")
+		is.True(err != nil) // damaged
+	}
 }

@@ -9,19 +9,20 @@ import (
 	"github.com/agentbridge/bridge/store"
 )
 
-// insertOutbox appends lifecycle events of run to the outbox in tx, in
-// one statement.
+// insertOutbox appends lifecycle events of run to the outbox in tx,
+// outboxRowsPerInsert rows a statement.
 func insertOutbox(ctx context.Context, tx *sql.Tx, run string, entries []outboxEntry) error {
-	if len(entries) == 0 {
-		return nil
-	}
-	args := make([]any, 0, 5*len(entries))
-	for _, o := range entries {
-		args = append(args, o.id, o.typ, run, string(o.payload), store.Millis(o.at))
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO platform_outbox(event_id, event_type, run_id, payload, created_at) VALUES `+
-		rowsText(`(?, ?, ?, ?, ?)`, len(entries)), args...); err != nil {
-		return fmt.Errorf("engine: write outbox: %w", err)
+	for len(entries) > 0 {
+		n := min(len(entries), outboxRowsPerInsert)
+		args := make([]any, 0, 5*n)
+		for _, o := range entries[:n] {
+			args = append(args, o.id, o.typ, run, string(o.payload), store.Millis(o.at))
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO platform_outbox(event_id, event_type, run_id, payload, created_at) VALUES `+
+			rowsText(`(?, ?, ?, ?, ?)`, n), args...); err != nil {
+			return fmt.Errorf("engine: write outbox: %w", err)
+		}
+		entries = entries[n:]
 	}
 	return nil
 }

@@ -172,24 +172,34 @@ func (s *Service) encodeEvent(id string, e kernel.Event, effects []kernel.Effect
 	return eventEntry{seq: e.Seq, kind: string(e.Kind), payload: payload, records: string(compactRecords(records, e.Seq, e.At, eventID)), at: e.At}, nil
 }
 
-// insertEvents appends events of run id in tx, in one statement.
+// insertEvents appends events of run id in tx, eventRowsPerInsert rows a
+// statement (one statement for a run's usual events; SQLite refuses a
+// statement with more than 32,766 variables).
 func insertEvents(ctx context.Context, tx *sql.Tx, id string, events []eventEntry) error {
-	if len(events) == 0 {
-		return nil
-	}
-	args := make([]any, 0, 6*len(events))
-	for _, e := range events {
-		args = append(args, id, e.seq, e.kind, e.payload, e.records, store.Millis(e.at))
-	}
-	// An event names its run by run_key (migration 0038_run_event_keys),
-	// read from the run's row: the row must be stored first, in tx (a
-	// missing row leaves run_key NULL, which the table refuses).
-	if _, err := tx.ExecContext(ctx, `INSERT INTO platform_run_events(run_key, seq, kind, payload, records, at) VALUES `+
-		rowsText(`((SELECT run_key FROM platform_runs WHERE id = ?), ?, ?, ?, ?, ?)`, len(events)), args...); err != nil {
-		return fmt.Errorf("engine: append event: %w", err)
+	for len(events) > 0 {
+		n := min(len(events), eventRowsPerInsert)
+		args := make([]any, 0, 6*n)
+		for _, e := range events[:n] {
+			args = append(args, id, e.seq, e.kind, e.payload, e.records, store.Millis(e.at))
+		}
+		// An event names its run by run_key (migration 0038_run_event_keys),
+		// read from the run's row: the row must be stored first, in tx (a
+		// missing row leaves run_key NULL, which the table refuses).
+		if _, err := tx.ExecContext(ctx, `INSERT INTO platform_run_events(run_key, seq, kind, payload, records, at) VALUES `+
+			rowsText(`((SELECT run_key FROM platform_runs WHERE id = ?), ?, ?, ?, ?, ?)`, n), args...); err != nil {
+			return fmt.Errorf("engine: append event: %w", err)
+		}
+		events = events[n:]
 	}
 	return nil
 }
+
+// eventRowsPerInsert and outboxRowsPerInsert bound a multi-row INSERT's
+// variables (6 and 5 a row) well under SQLite's limit.
+const (
+	eventRowsPerInsert  = 256
+	outboxRowsPerInsert = 256
+)
 
 // rowsText is the VALUES list of a multi-row INSERT: n times row.
 func rowsText(row string, n int) string {

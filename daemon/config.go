@@ -150,7 +150,8 @@ const (
 	DatabaseFile   = "bridge.db"
 	EventsFile     = "events.bolt"
 	// JournalFile is the broker's write-ahead journal in front of
-	// events.bolt (store/broker/bolt_journal.go, docs/retention.md).
+	// events.bolt, with JournalFile+".1" (store/broker/bolt_journal.go,
+	// docs/retention.md).
 	JournalFile = "events.journal"
 	DaemonFile  = "daemon.json"
 )

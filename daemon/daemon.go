@@ -383,7 +383,7 @@ func boltOpenError(dir string, err error) error {
 		}
 		return errors.New(msg)
 	}
-	return fmt.Errorf("%s is unreadable or corrupt (%v); move it aside (with %s) to start with an empty event log", filepath.Join(dir, EventsFile), err, JournalFile)
+	return fmt.Errorf("%s is unreadable or corrupt (%v); move it aside (with %s and %[3]s.1) to start with an empty event log", filepath.Join(dir, EventsFile), err, JournalFile)
 }
 
 func listen(host string, port int, name, hint string) (net.Listener, error) {

@@ -71,15 +71,15 @@ type BoltOptions struct {
 	// The daemon uses events.journal next to events.bolt. Default: none,
 	// every group of publishes is its own bbolt transaction.
 	JournalPath string
-	// JournalRewindBytes is how far the journal grows before the writer goes
-	// back to its start, which it does once bbolt holds everything
-	// journaled (it waits for that at four times this size). Default 4 MiB.
+	// JournalRewindBytes is how far one of the journal's two files grows
+	// before the writer switches to the other, once bbolt holds everything
+	// in that one (bolt_journal.go). Default 4 MiB.
 	JournalRewindBytes int64
 	// ApplyInterval is the least time between two of the applier's bbolt
 	// transactions, so that under load they are few and large: each costs
 	// two fsyncs that the journal's own fsync would queue behind. The
-	// applier does not wait when the writer needs it (MaxPendingBytes, the
-	// journal's rewind) or the broker is closing. Default 10ms.
+	// applier does not wait when the writer needs it (MaxPendingBytes) or
+	// the broker is closing. Default 10ms.
 	ApplyInterval time.Duration
 	// MaxPendingBytes bounds the journaled records not yet applied to bbolt
 	// (held in memory for readers): past it, the writer waits for the
@@ -259,7 +259,7 @@ func NewBolt(db *bolt.DB, opts BoltOptions) (*Bolt, error) {
 	}
 	if err := b.load(); err != nil {
 		if b.j != nil {
-			b.j.f.Close()
+			b.j.close()
 		}
 		return nil, fmt.Errorf("broker: new bolt: %w", err)
 	}
@@ -613,7 +613,7 @@ func (b *Bolt) Close() error {
 	if b.j != nil {
 		// The applier has drained (or failed: the journal keeps what bbolt
 		// lacks, and the next open replays it).
-		if err := b.j.f.Close(); err != nil {
+		if err := b.j.close(); err != nil {
 			b.opts.Logger.Error("broker: closing the journal", "err", err)
 		}
 	}

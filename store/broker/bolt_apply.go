@@ -109,20 +109,20 @@ func (b *Bolt) journalBatch(batch []*publishReq, n int) error {
 	return nil
 }
 
-// makeRoom waits while the applier is too far behind (MaxPendingBytes, or
-// a journal four times JournalRewindBytes), and rewinds the journal when
-// bbolt holds all of it and it has passed JournalRewindBytes.
+// makeRoom waits while the applier is too far behind (MaxPendingBytes),
+// and switches to the journal's other file when the current one has passed
+// JournalRewindBytes and bbolt holds everything in the other.
 func (b *Bolt) makeRoom() error {
 	j := b.j
 	for {
 		b.amu.Lock()
-		caughtUp := b.applied == j.seq
-		wait := b.pbytes > b.opts.MaxPendingBytes || (!caughtUp && j.pos >= 4*b.opts.JournalRewindBytes)
+		applied := b.applied
+		wait := b.pbytes > b.opts.MaxPendingBytes
 		ch := b.appliedCh
 		b.amu.Unlock()
 		if !wait {
-			if caughtUp && j.pos >= b.opts.JournalRewindBytes {
-				j.rewind()
+			if other := 1 - j.cur; j.pos >= b.opts.JournalRewindBytes && (j.last[other] == 0 || applied >= j.last[other]) {
+				j.switchFile()
 			}
 			return nil
 		}

@@ -96,7 +96,7 @@ func TestBoltSurvivesSIGKILL(t *testing.T) {
 func crashValue(worker, i int) string { return fmt.Sprintf("w%d-%06d", worker, i) }
 
 // crashChild publishes until killed. It never returns normally. With
-// crashJournalEnv set it publishes through a journal, rewound often, and
+// crashJournalEnv set it publishes through a journal switching files often, and
 // names its values after crashRoundEnv (TestBoltJournalSurvivesSIGKILL).
 func crashChild(path string) {
 	db, err := bolt.Open(path, 0o600, nil)
@@ -104,7 +104,7 @@ func crashChild(path string) {
 		fmt.Println("error", err)
 		os.Exit(2)
 	}
-	opts := BoltOptions{JournalPath: os.Getenv(crashJournalEnv), JournalRewindBytes: 64 << 10}
+	opts := BoltOptions{JournalPath: os.Getenv(crashJournalEnv), JournalRewindBytes: 8 << 10}
 	round := os.Getenv(crashRoundEnv)
 	b, err := NewBolt(db, opts)
 	if err != nil {

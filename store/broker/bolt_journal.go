@@ -45,9 +45,15 @@ import (
 // Each replayed frame is applied when its offset is the topic's next one in
 // bbolt and skipped when bbolt already has it, so replay is idempotent.
 //
-// The writer rewinds to the header once bbolt holds every journaled message
-// and the file has passed JournalRewindBytes (or waits for that past four
-// times as much), so the file stays a few MiB and is rewritten in place.
+// The journal is two files, JournalPath and JournalPath+".1", each with
+// its own header and chain of frames. The writer appends to one; once that
+// has passed JournalRewindBytes and bbolt holds everything in the other
+// (written a whole file ago, so long applied), it switches to the other
+// and writes it again from its header. So neither file grows past a few
+// MiB and the writer never waits for the applier to catch up (only
+// MaxPendingBytes stops it). Replay applies the two files' chains oldest
+// first (sequence numbers only increase within a run, and a chain from an
+// earlier run was applied when the broker last opened).
 
 const (
 	journalMagic       = "ABJRNL01"
@@ -70,44 +76,71 @@ type journalRec struct {
 	topic string
 	off   int64
 	rec   []byte
+	seq   uint64 // its frame's sequence number (replay only)
 }
 
-// journal is the open journal file, used by the writer goroutine only.
+// journal is the open journal files, used by the writer goroutine only.
 type journal struct {
-	f       *os.File
-	pos     int64  // where the next frame goes
-	seq     uint64 // sequence number of the next frame
-	buf     []byte // frames being written, reused
-	rewinds int64
+	f       [2]*os.File
+	cur     int       // the file being written
+	pos     int64     // where the next frame goes in it
+	seq     uint64    // sequence number of the next frame
+	last    [2]uint64 // per file, the sequence after its last frame written in this run (0: none)
+	buf     []byte    // frames being written, reused
+	rewinds int64     // switches from one file to the other
 }
+
+// journalFiles are the two files of the journal at path.
+func journalFiles(path string) [2]string { return [2]string{path, path + ".1"} }
 
 // openJournal opens (or creates) the journal at path for db, applies what
-// it holds that db lacks, and leaves it ready to be written from the header.
+// it holds that db lacks, and leaves it ready to be written.
 func openJournal(path string, db *bolt.DB, maxFrame int, warn func(msg string, args ...any)) (*journal, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("journal: %w", err)
+	j := &journal{}
+	for i, name := range journalFiles(path) {
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			j.close()
+			return nil, fmt.Errorf("journal: %w", err)
+		}
+		j.f[i] = f
 	}
-	j := &journal{f: f}
 	if err := j.recover(db, maxFrame, warn); err != nil {
-		f.Close()
+		j.close()
 		return nil, fmt.Errorf("journal %s: %w", path, err)
 	}
 	var s [8]byte
 	if _, err := rand.Read(s[:]); err != nil {
-		f.Close()
+		j.close()
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	j.seq, j.pos = binary.LittleEndian.Uint64(s[:]), journalHeaderSize
+	// Below 2^62: the sequence never wraps within a run, so comparing
+	// sequences orders frames.
+	j.seq, j.pos = binary.LittleEndian.Uint64(s[:])>>2, journalHeaderSize
 	return j, nil
 }
 
-// recover replays the journal into db when it belongs to db, and gives it a
-// new id otherwise.
+func (j *journal) close() error {
+	var first error
+	for _, f := range j.f {
+		if f != nil {
+			if err := f.Close(); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	return first
+}
+
+// recover replays each file that belongs to db (oldest chain first) and
+// gives the others db's journal id, or a new id to both when db has none.
 func (j *journal) recover(db *bolt.DB, maxFrame int, warn func(msg string, args ...any)) error {
-	data, err := io.ReadAll(io.NewSectionReader(j.f, 0, 1<<62))
-	if err != nil {
-		return err
+	var data [2][]byte
+	for i, f := range j.f {
+		var err error
+		if data[i], err = io.ReadAll(io.NewSectionReader(f, 0, 1<<62)); err != nil {
+			return err
+		}
 	}
 	var stored []byte
 	if err := db.View(func(tx *bolt.Tx) error {
@@ -118,46 +151,70 @@ func (j *journal) recover(db *bolt.DB, maxFrame int, warn func(msg string, args 
 	}); err != nil {
 		return err
 	}
-	if len(data) >= journalHeaderSize && string(data[:8]) == journalMagic && len(stored) == 16 && string(data[8:24]) == string(stored) {
-		return replayJournal(db, data[journalHeaderSize:], maxFrame)
-	}
-	if len(data) > journalHeaderSize {
-		warn("broker: journal does not belong to this events.bolt (or was never used); discarded", "path", j.f.Name(), "bytes", len(data))
-	}
-	return j.reset(db)
-}
-
-// reset gives the journal a new id, stores it in db first (a crash in
-// between leaves a journal that is simply discarded next time) and writes
-// the header. The old frames are harmless: replay stops at the header's
-// first frame unless it continues the sequence, which a new run never does.
-func (j *journal) reset(db *bolt.DB) error {
-	var id [16]byte
-	if _, err := rand.Read(id[:]); err != nil {
-		return err
-	}
-	if err := db.Update(func(tx *bolt.Tx) error {
-		root, err := tx.CreateBucketIfNotExists(topicsBucket)
-		if err != nil {
+	if len(stored) != 16 {
+		// A new events.bolt (or one from before the journal): a new id
+		// for it and both files.
+		for i, d := range data {
+			if len(d) > journalHeaderSize {
+				warn("broker: journal does not belong to this events.bolt; discarded", "path", j.f[i].Name(), "bytes", len(d))
+			}
+		}
+		var id [16]byte
+		if _, err := rand.Read(id[:]); err != nil {
 			return err
 		}
-		return root.Put(journalIDKey, id[:])
-	}); err != nil {
-		return err
+		// The id goes to bbolt first: a crash before the headers are
+		// written leaves files that are simply initialised next time.
+		if err := db.Update(func(tx *bolt.Tx) error {
+			root, err := tx.CreateBucketIfNotExists(topicsBucket)
+			if err != nil {
+				return err
+			}
+			return root.Put(journalIDKey, id[:])
+		}); err != nil {
+			return err
+		}
+		stored = id[:]
+		data = [2][]byte{}
 	}
-	hdr := make([]byte, journalHeaderSize)
+	var chains [][]journalRec
+	for i, d := range data {
+		if len(d) >= journalHeaderSize && string(d[:8]) == journalMagic && string(d[8:24]) == string(stored) {
+			chains = append(chains, parseJournal(d[journalHeaderSize:], maxFrame))
+			continue
+		}
+		if len(d) > journalHeaderSize {
+			warn("broker: journal does not belong to this events.bolt; discarded", "path", j.f[i].Name(), "bytes", len(d))
+		}
+		if err := initJournalFile(j.f[i], stored); err != nil {
+			return err
+		}
+	}
+	if len(chains) == 2 && len(chains[0]) > 0 && len(chains[1]) > 0 && chains[1][0].seq < chains[0][0].seq {
+		chains[0], chains[1] = chains[1], chains[0]
+	}
+	for _, c := range chains {
+		if err := replayJournal(db, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// initJournalFile writes the header of an empty journal file with id. The
+// old frames are harmless: the first frame's header is zeroed, and replay
+// stops there.
+func initJournalFile(f *os.File, id []byte) error {
+	hdr := make([]byte, journalHeaderSize+journalFrameHeader)
 	copy(hdr, journalMagic)
-	copy(hdr[8:], id[:])
-	// Zero the first frame too, so the old first frame cannot be replayed
-	// under the new id.
-	hdr = append(hdr, make([]byte, journalFrameHeader)...)
-	if _, err := j.f.WriteAt(hdr, 0); err != nil {
+	copy(hdr[8:], id)
+	if _, err := f.WriteAt(hdr, 0); err != nil {
 		return err
 	}
-	if err := fdatasync(j.f); err != nil {
+	if err := fdatasync(f); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(j.f.Name()))
+	return syncDir(filepath.Dir(f.Name()))
 }
 
 // parseJournal returns the frames of data (the journal after its header) up
@@ -187,7 +244,7 @@ func parseJournal(data []byte, maxFrame int) []journalRec {
 		}
 		topic := string(body[10 : 10+tl])
 		off := int64(binary.LittleEndian.Uint64(body[10+tl:]))
-		out = append(out, journalRec{topic: topic, off: off, rec: body[10+tl+8:]})
+		out = append(out, journalRec{topic: topic, off: off, rec: body[10+tl+8:], seq: seq})
 		if flags&journalBatchEnd != 0 {
 			complete = len(out)
 		}
@@ -197,9 +254,8 @@ func parseJournal(data []byte, maxFrame int) []journalRec {
 	return out[:complete]
 }
 
-// replayJournal applies what db lacks of data's frames.
-func replayJournal(db *bolt.DB, data []byte, maxFrame int) error {
-	recs := parseJournal(data, maxFrame)
+// replayJournal applies what db lacks of recs.
+func replayJournal(db *bolt.DB, recs []journalRec) error {
 	for len(recs) > 0 {
 		n := min(len(recs), 10_000)
 		if err := db.Update(func(tx *bolt.Tx) error {
@@ -275,20 +331,23 @@ func (j *journal) appendFrame(topic string, off int64, rec []byte, last bool) {
 
 // flush writes j.buf at the current position and syncs it.
 func (j *journal) flush() error {
-	if _, err := j.f.WriteAt(j.buf, j.pos); err != nil {
+	f := j.f[j.cur]
+	if _, err := f.WriteAt(j.buf, j.pos); err != nil {
 		return err
 	}
-	if err := fdatasync(j.f); err != nil {
+	if err := fdatasync(f); err != nil {
 		return err
 	}
 	j.pos += int64(len(j.buf))
 	j.buf = j.buf[:0]
+	j.last[j.cur] = j.seq
 	return nil
 }
 
-// rewind makes the next frame go right after the header. Callers make sure
-// bbolt holds every frame written so far.
-func (j *journal) rewind() {
+// switchFile makes the next frame go right after the other file's header.
+// Callers make sure bbolt holds every frame of that file.
+func (j *journal) switchFile() {
+	j.cur = 1 - j.cur
 	j.pos = journalHeaderSize
 	j.rewinds++
 }

@@ -17,10 +17,11 @@ func writeLog(ctx context.Context, tx *sql.Tx, id string, l logLine) error {
 // logInsert is the statement that appends logRowsPerInsert lines at most;
 // the lines of one event share a statement (fewer statements per
 // transition). A line names its run by the run's run_key (migration
-// 0037_run_keys), looked up by id: the run's row is stored first.
+// 0037_run_keys), bound if known, else looked up by id (runKeyExpr): the
+// run's row is stored first.
 const (
 	logInsert        = `INSERT INTO platform_run_logs(run_key, at, seq, level, type, node_id, message, data, record) VALUES `
-	logRow           = `((SELECT run_key FROM platform_runs WHERE id = ?), ?, ?, ?, ?, ?, ?, ?, ?)`
+	logRowRest       = `, ?, ?, ?, ?, ?, ?, ?, ?)`
 	logRowsPerInsert = 8
 )
 
@@ -36,6 +37,13 @@ func addLogs(ctx context.Context, tx *sql.Tx, id string, lines []logLine, rows *
 
 // writeLogs appends lines to run id's log in tx, in order.
 func writeLogs(ctx context.Context, tx *sql.Tx, id string, lines []logLine) error {
+	return writeKeyedLogs(ctx, tx, id, 0, lines)
+}
+
+// writeKeyedLogs is writeLogs with the run's run_key if known (runRow.Key),
+// else 0.
+func writeKeyedLogs(ctx context.Context, tx *sql.Tx, id string, key int64, lines []logLine) error {
+	row, ref := `(`+runKeyExpr(key)+logRowRest, runKeyArg(id, key)
 	for len(lines) > 0 {
 		n := min(len(lines), logRowsPerInsert)
 		args := make([]any, 0, 9*n)
@@ -56,9 +64,9 @@ func writeLogs(ctx context.Context, tx *sql.Tx, id string, lines []logLine) erro
 			if l.Seq > 0 {
 				seq = &l.Seq
 			}
-			args = append(args, id, store.Millis(l.At), seq, l.Level, l.Type, optional(l.Node), l.Message, data, l.Record)
+			args = append(args, ref, store.Millis(l.At), seq, l.Level, l.Type, optional(l.Node), l.Message, data, l.Record)
 		}
-		if _, err := tx.ExecContext(ctx, logInsert+rowsText(logRow, n), args...); err != nil {
+		if _, err := tx.ExecContext(ctx, logInsert+rowsText(row, n), args...); err != nil {
 			return fmt.Errorf("engine: write run log: %w", err)
 		}
 		lines = lines[n:]

@@ -46,12 +46,16 @@ type runRow struct {
 	// Legacy: the stored state could not be read (see errLegacy); State
 	// then holds only the run id, status and sequence of the row.
 	Legacy bool
+	// Key is the run's run_key (migration 0037_run_keys) once read or
+	// inserted, 0 before: its events and log lines bind it instead of
+	// looking it up by id per row.
+	Key int64
 }
 
 const runCols = `r.id, r.tenant_id, r.project_id, r.environment_id, r.activation_id, r.parent_run_id, r.state,
 	r.correlation_key, r.business_key, r.created_at, r.updated_at, r.created_by,
 	COALESCE(r.published_version_id, a.published_version_id), r.caller_run_id, r.caller_child_id, r.paused, r.test,
-	r.status, r.seq, r.archived_at IS NOT NULL`
+	r.status, r.seq, r.archived_at IS NOT NULL, r.run_key`
 
 const runFrom = ` FROM platform_runs r JOIN platform_activations a ON a.id = r.activation_id`
 
@@ -60,10 +64,12 @@ func (sl sealer) scanRun(sc interface{ Scan(...any) error }) (runRow, error) {
 	var parent, corr, biz, caller, callerChild sql.NullString
 	var state, status string
 	var created, updated, seq int64
+	var key sql.NullInt64 // the column is nullable (0037_run_keys); NULL: looked up by id
 	if err := sc.Scan(&r.ID, &r.Tenant, &r.Project, &r.Environment, &r.ActivationID, &parent, &state, &corr, &biz,
-		&created, &updated, &r.CreatedBy, &r.PublishedVersionID, &caller, &callerChild, &r.Paused, &r.Test, &status, &seq, &r.Archived); err != nil {
+		&created, &updated, &r.CreatedBy, &r.PublishedVersionID, &caller, &callerChild, &r.Paused, &r.Test, &status, &seq, &r.Archived, &key); err != nil {
 		return r, err
 	}
+	r.Key = key.Int64
 	r.CallerRunID, r.CallerChildID = nullable(caller), nullable(callerChild)
 	plain, err := sl.open(state, stateAD(r.ID))
 	if err == nil {
@@ -108,25 +114,27 @@ func (s *Service) getRun(ctx context.Context, q store.Querier, env, id string) (
 
 // insertRun stores a new run, before its started event.
 func insertRun(ctx context.Context, tx *sql.Tx, r runRow) error {
-	return insertRunState(ctx, tx, r, "running", "{}", 1, false)
+	_, err := insertRunState(ctx, tx, r, "running", "{}", 1, false)
+	return err
 }
 
 // insertRunState stores a new run with its status, stored state, sequence
 // and inline-work flag. Its run_key, the integer its log lines name it by
 // (migration 0037_run_keys), is one more than the largest
-// (platform_runs_key).
-func insertRunState(ctx context.Context, tx *sql.Tx, r runRow, status string, state any, seq int64, work bool) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO platform_runs(id, tenant_id, project_id, environment_id, activation_id, parent_run_id,
+// (platform_runs_key); it is answered.
+func insertRunState(ctx context.Context, tx *sql.Tx, r runRow, status string, state any, seq int64, work bool) (int64, error) {
+	var key int64
+	err := tx.QueryRowContext(ctx, `INSERT INTO platform_runs(id, tenant_id, project_id, environment_id, activation_id, parent_run_id,
 		status, state, seq, needs_work, correlation_key, business_key, created_at, updated_at, created_by,
 		published_version_id, caller_run_id, caller_child_id, test, run_key)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-		(SELECT coalesce(max(run_key), 0) + 1 FROM platform_runs))`,
+		(SELECT coalesce(max(run_key), 0) + 1 FROM platform_runs)) RETURNING run_key`,
 		r.ID, r.Tenant, r.Project, r.Environment, r.ActivationID, r.ParentRunID, status, state, seq, work, r.CorrelationKey, r.BusinessKey,
-		store.Millis(r.CreatedAt), store.Millis(r.UpdatedAt), r.CreatedBy, optional(r.PublishedVersionID), r.CallerRunID, r.CallerChildID, r.Test)
+		store.Millis(r.CreatedAt), store.Millis(r.UpdatedAt), r.CreatedBy, optional(r.PublishedVersionID), r.CallerRunID, r.CallerChildID, r.Test).Scan(&key)
 	if err != nil {
-		return fmt.Errorf("engine: insert run: %w", err)
+		return 0, fmt.Errorf("engine: insert run: %w", err)
 	}
-	return nil
+	return key, nil
 }
 
 // eventEntry is an accepted event to append, encoded as stored.
@@ -176,17 +184,25 @@ func (s *Service) encodeEvent(id string, e kernel.Event, effects []kernel.Effect
 // statement (one statement for a run's usual events; SQLite refuses a
 // statement with more than 32,766 variables).
 func insertEvents(ctx context.Context, tx *sql.Tx, id string, events []eventEntry) error {
+	return insertKeyedEvents(ctx, tx, id, 0, events)
+}
+
+// insertKeyedEvents is insertEvents with the run's run_key if known
+// (runRow.Key), else 0.
+func insertKeyedEvents(ctx context.Context, tx *sql.Tx, id string, key int64, events []eventEntry) error {
+	row, ref := `(`+runKeyExpr(key)+`, ?, ?, ?, ?, ?)`, runKeyArg(id, key)
 	for len(events) > 0 {
 		n := min(len(events), eventRowsPerInsert)
 		args := make([]any, 0, 6*n)
 		for _, e := range events[:n] {
-			args = append(args, id, e.seq, e.kind, e.payload, e.records, store.Millis(e.at))
+			args = append(args, ref, e.seq, e.kind, e.payload, e.records, store.Millis(e.at))
 		}
 		// An event names its run by run_key (migration 0038_run_event_keys),
-		// read from the run's row: the row must be stored first, in tx (a
-		// missing row leaves run_key NULL, which the table refuses).
+		// bound if known, else read from the run's row: the row must be
+		// stored first, in tx (a missing row leaves run_key NULL, which
+		// the table refuses).
 		if _, err := tx.ExecContext(ctx, `INSERT INTO platform_run_events(run_key, seq, kind, payload, records, at) VALUES `+
-			rowsText(`((SELECT run_key FROM platform_runs WHERE id = ?), ?, ?, ?, ?, ?)`, n), args...); err != nil {
+			rowsText(row, n), args...); err != nil {
 			return fmt.Errorf("engine: append event: %w", err)
 		}
 		events = events[n:]
@@ -200,6 +216,23 @@ const (
 	eventRowsPerInsert  = 256
 	outboxRowsPerInsert = 256
 )
+
+// runKeyExpr is the SQL expression of a run's run_key in a row that
+// names it: the bound key when known (key > 0), else a lookup by id.
+// runKeyArg is the argument it binds.
+func runKeyExpr(key int64) string {
+	if key > 0 {
+		return `?`
+	}
+	return `(SELECT run_key FROM platform_runs WHERE id = ?)`
+}
+
+func runKeyArg(id string, key int64) any {
+	if key > 0 {
+		return key
+	}
+	return id
+}
 
 // rowsText is the VALUES list of a multi-row INSERT: n times row.
 func rowsText(row string, n int) string {
@@ -229,13 +262,13 @@ func (s *Service) storeRow(ctx context.Context, tx *sql.Tx, id string, prevSeq i
 }
 
 // insertNewRun stores run r, created by this transaction, with its state
-// and its timers (see storeRow) in one insert.
-func (s *Service) insertNewRun(ctx context.Context, tx *sql.Tx, r runRow, work, sealed bool) error {
+// and its timers (see storeRow) in one insert, and sets its Key.
+func (s *Service) insertNewRun(ctx context.Context, tx *sql.Tx, r *runRow, work, sealed bool) error {
 	state, err := s.encodeState(r.ID, r.State, sealed)
 	if err != nil {
 		return err
 	}
-	if err := insertRunState(ctx, tx, r, string(r.State.Status), state, r.State.Seq, work); err != nil {
+	if r.Key, err = insertRunState(ctx, tx, *r, string(r.State.Status), state, r.State.Seq, work); err != nil {
 		return err
 	}
 	return saveTimers(ctx, tx, r.ID, nil, r.State.Timers)

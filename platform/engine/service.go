@@ -167,7 +167,7 @@ func (s *Service) applyEvent(ctx context.Context, tx *sql.Tx, r *runRow, p *prog
 		return nil, false, err
 	}
 	if c == nil {
-		if err := insertEvents(ctx, tx, r.ID, []eventEntry{entry}); err != nil {
+		if err := insertKeyedEvents(ctx, tx, r.ID, r.Key, []eventEntry{entry}); err != nil {
 			return nil, false, err
 		}
 	} else {
@@ -504,17 +504,17 @@ func (s *Service) flush(ctx context.Context, tx *sql.Tx, c *runCursor) error {
 	}
 	id, sealed := c.r.ID, !c.p.sec.none
 	if c.unstored {
-		if err := s.insertNewRun(ctx, tx, c.r, c.work, sealed); err != nil {
+		if err := s.insertNewRun(ctx, tx, &c.r, c.work, sealed); err != nil {
 			return err
 		}
 		c.unstored = false
 	} else if err := s.storeRow(ctx, tx, id, c.rowSeq, c.rowTimers, c.r.State, c.work, c.r.UpdatedAt, sealed); err != nil {
 		return err
 	}
-	if err := insertEvents(ctx, tx, id, c.rows.events); err != nil {
+	if err := insertKeyedEvents(ctx, tx, id, c.r.Key, c.rows.events); err != nil {
 		return err
 	}
-	if err := writeLogs(ctx, tx, id, c.rows.logs); err != nil {
+	if err := writeKeyedLogs(ctx, tx, id, c.r.Key, c.rows.logs); err != nil {
 		return err
 	}
 	if err := insertOutbox(ctx, tx, id, c.rows.outbox); err != nil {

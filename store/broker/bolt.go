@@ -250,6 +250,12 @@ func NewBolt(db *bolt.DB, opts BoltOptions) (*Bolt, error) {
 		subs:    make(map[*boltSub]struct{}),
 	}
 	if b.opts.JournalPath != "" {
+		if db.NoSync {
+			// The applier's commits are what let journal frames be
+			// forgotten (the writer reuses a file once bbolt holds its
+			// frames): an unsynced commit would lose acknowledged messages.
+			return nil, fmt.Errorf("broker: new bolt: %w: JournalPath needs a database opened without NoSync", ErrInvalidArgument)
+		}
 		maxFrame := b.opts.MaxMessageBytes + journalFrameFixed + maxTopicLen
 		j, err := openJournal(b.opts.JournalPath, db, maxFrame, b.opts.Logger.Warn)
 		if err != nil {

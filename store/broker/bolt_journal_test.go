@@ -3,6 +3,7 @@ package broker
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -399,4 +400,22 @@ func TestBoltJournalReplaysBothFiles(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A journal's frames are forgotten once bbolt has committed them, which
+// is only safe if the commit was synced: NoSync is refused.
+func TestBoltJournalRefusesNoSync(t *testing.T) {
+	is := is.New(t)
+	db := openTestDB(t, filepath.Join(t.TempDir(), "events.bolt"))
+	defer db.Close()
+	db.NoSync = true
+	opts := testBoltOptions()
+	opts.JournalPath = filepath.Join(t.TempDir(), "events.journal")
+	b, err := NewBolt(db, opts)
+	if err == nil {
+		b.Close()
+	}
+	is.True(errors.Is(err, ErrInvalidArgument))
+	_, statErr := os.Stat(opts.JournalPath)
+	is.True(errors.Is(statErr, os.ErrNotExist)) // nothing created
 }

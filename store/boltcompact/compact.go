@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -104,7 +105,7 @@ func File(ctx context.Context, path string, opts Options) (Result, error) {
 		_ = os.Remove(tmp)
 		return res, fmt.Errorf("compact %s: replace: %w", path, err)
 	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
+	if err := SyncDir(filepath.Dir(path)); err != nil {
 		return res, fmt.Errorf("compact %s: %w", path, err)
 	}
 	if st, err := os.Stat(path); err == nil {
@@ -183,10 +184,14 @@ func Open(path string, mode os.FileMode, opts *bolt.Options) (*bolt.DB, error) {
 	}
 }
 
-// syncDir makes a rename in dir durable. Windows cannot sync a directory
-// (its renames are journaled by NTFS), so there it does nothing.
-func syncDir(dir string) error {
-	if runtime.GOOS == "windows" {
+// SyncDir makes a file created or renamed in dir durable. Where a
+// directory cannot be synced it does nothing: on Windows (opening one for
+// writing fails with ERROR_ACCESS_DENIED; NTFS journals its renames), and
+// on filesystems that answer the sync with EINVAL or ENOTSUP.
+func SyncDir(dir string) error { return syncDirOn(runtime.GOOS, dir) }
+
+func syncDirOn(goos, dir string) error {
+	if goos == "windows" {
 		return nil
 	}
 	d, err := os.Open(dir)
@@ -194,8 +199,13 @@ func syncDir(dir string) error {
 		return fmt.Errorf("sync directory: %w", err)
 	}
 	defer d.Close()
-	if err := d.Sync(); err != nil {
+	if err := d.Sync(); err != nil && !dirSyncUnsupported(err) {
 		return fmt.Errorf("sync directory: %w", err)
 	}
 	return nil
+}
+
+// dirSyncUnsupported reports a directory sync the filesystem does not do.
+func dirSyncUnsupported(err error) bool {
+	return errors.Is(err, errors.ErrUnsupported) || errors.Is(err, syscall.EINVAL) || errors.Is(err, os.ErrInvalid)
 }

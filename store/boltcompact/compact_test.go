@@ -277,3 +277,16 @@ func TestSIGKILLDuringCompaction(t *testing.T) {
 	t.Logf("killed before the swap %d times, after it %d times", outcomes[false], outcomes[true])
 	is.True(outcomes[true] > 0) // the 2s child finished
 }
+
+// A directory that cannot be synced is not an error: Windows refuses to
+// open one for syncing, some filesystems answer EINVAL or ENOTSUP.
+func TestSyncDirWhereUnsupported(t *testing.T) {
+	is := is.New(t)
+	is.NoErr(SyncDir(t.TempDir()))
+	is.NoErr(syncDirOn("windows", filepath.Join(t.TempDir(), "missing"))) // not even opened
+	is.True(syncDirOn("linux", filepath.Join(t.TempDir(), "missing")) != nil)
+	for _, err := range []error{syscall.EINVAL, syscall.ENOTSUP, errors.ErrUnsupported, &os.PathError{Op: "sync", Path: "d", Err: syscall.EINVAL}} {
+		is.True(dirSyncUnsupported(err))
+	}
+	is.True(!dirSyncUnsupported(syscall.EIO))
+}

@@ -3,13 +3,13 @@ package broker
 import (
 	"crypto/rand"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
 
+	"github.com/agentbridge/bridge/store/boltcompact"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -214,7 +214,7 @@ func initJournalFile(f *os.File, id []byte) error {
 	if err := fdatasync(f); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(f.Name()))
+	return boltcompact.SyncDir(filepath.Dir(f.Name()))
 }
 
 // parseJournal returns the frames of data (the journal after its header) up
@@ -350,16 +350,4 @@ func (j *journal) switchFile() {
 	j.cur = 1 - j.cur
 	j.pos = journalHeaderSize
 	j.rewinds++
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
-		return err
-	}
-	return nil
 }

@@ -1,6 +1,7 @@
 package platform_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/agentbridge/bridge/platform/engine"
+	"github.com/agentbridge/bridge/platform/file"
 )
 
 // Tests of the paths where the engine writes a run advanced by one
@@ -91,4 +93,76 @@ func TestFlushRefusedHeldEvent(t *testing.T) {
 	var held int
 	is.NoErr(h.d.DB.Reader().QueryRow(`SELECT count(*) FROM platform_run_inbox WHERE run_id = ?`, run.ID).Scan(&held))
 	is.Equal(held, 0)
+}
+
+// fileEchoWorkflow ends at once with what its input's file is.
+const fileEchoWorkflow = `kind: workflow
+id: acme/file-echo
+version: 1
+input:
+  type: object
+  properties:
+    invoice: {type: object, x-file: true}
+output: {type: object}
+steps:
+  - id: done
+    succeed:
+      result:
+        name: '=has(input.invoice) ? input.invoice.name : "none"'
+        size: '=has(input.invoice) ? input.invoice.size : 0'
+        sha256: '=has(input.invoice) ? input.invoice.sha256 : ""'
+`
+
+// TestFlushStartWithInputFile starts runs of a workflow whose input
+// declares a file: the run's row is inserted before the file is attached
+// (the reference names the run), and the cursor's flush then updates it
+// rather than inserting it again (a second insert, or none, fails the
+// start). platform_file_refs has no foreign key to the run, so the order
+// itself is not observable here. The run ends in its start, its input and
+// history carry the file's metadata, the file is referred to by the run,
+// and once the run has ended deleting the file keeps nothing for it
+// (docs/platform-api.md, Files).
+func TestFlushStartWithInputFile(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	h := newHarness(t)
+	op := h.localToken()
+	E := ePath(h)
+	wf := h.mustPublish(op, "workflows", fileEchoWorkflow, "file-echo-workflow").ID
+	act := h.mustActivate(E, op, map[string]any{"published_version_id": wf}, "file-echo-activation", "").ID
+	content := randomBytes(t, 1000)
+	invoice := h.uploadFile(op, "invoice.pdf", content, 0)
+
+	run := h.mustStartRun(op, map[string]any{"activation_id": act, "input": map[string]any{"invoice": map[string]any{"file_id": invoice.ID}}}, "flush-file-1")
+	is.Equal(run.Status, "succeeded") // ended in its start transaction
+	done := h.waitRun(op, run.ID, "succeeded")
+	is.Equal(done.AcceptedSequence, run.AcceptedSequence)
+	var in map[string]map[string]any
+	is.NoErr(json.Unmarshal(done.State.Input, &in))
+	is.Equal(in["invoice"]["file_id"], invoice.ID)
+	is.Equal(in["invoice"]["name"], "invoice.pdf")
+	is.Equal(in["invoice"]["sha256"], invoice.SHA256)
+	is.Equal(in["invoice"]["size"], float64(len(content)))
+	var out map[string]any
+	is.NoErr(json.Unmarshal(done.State.Output, &out))
+	is.Equal(out, map[string]any{"name": "invoice.pdf", "sha256": invoice.SHA256, "size": float64(len(content))})
+	hist := h.runHistory(op, run.ID)
+	is.Equal(historyKinds(hist), []string{"started"})
+	is.True(strings.Contains(string(hist[0].Event), `"sha256":"`+invoice.SHA256+`"`))
+	logs := listAll[engine.LogEntry](h, op, E+"/runs/"+run.ID+"/logs", nil)
+	is.Equal(logTypes(logs), []string{"step_started", "run_succeeded"})
+	var refs int
+	is.NoErr(h.d.DB.Reader().QueryRow(`SELECT count(*) FROM platform_file_refs WHERE file_id = ? AND run_id = ?`, invoice.ID, run.ID).Scan(&refs))
+	is.Equal(refs, 1)
+
+	// The same workflow without the file starts and ends the same way.
+	bare := h.mustStartRun(op, map[string]any{"activation_id": act, "input": map[string]any{}}, "flush-file-2")
+	is.Equal(bare.Status, "succeeded")
+	is.Equal(string(h.waitRun(op, bare.ID, "succeeded").State.Output), `{"name":"none","sha256":"","size":0}`)
+
+	// The run has ended: deleting the file keeps nothing for it.
+	var del file.Deletion
+	h.must(200, h.do(req{method: "DELETE", path: E + "/files/" + invoice.ID, token: op}), &del)
+	is.Equal(del.RetainedForRuns, 0)
+	h.problem(404, "PF-NOT-FOUND", h.get(E+"/files/"+invoice.ID, op))
 }

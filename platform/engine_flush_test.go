@@ -166,3 +166,67 @@ func TestFlushStartWithInputFile(t *testing.T) {
 	is.Equal(del.RetainedForRuns, 0)
 	h.problem(404, "PF-NOT-FOUND", h.get(E+"/files/"+invoice.ID, op))
 }
+
+// mismatchAction echoes its input, which its output schema refuses.
+const (
+	mismatchAction = `kind: action
+id: acme/mismatch
+version: 1
+sideEffect: read_only
+input: {type: object}
+output:
+  type: object
+  required: [answer]
+  properties:
+    answer: {type: string}
+connector: echo
+`
+	mismatchWorkflow = `kind: workflow
+id: acme/mismatch-flow
+version: 1
+steps:
+  - id: ask
+    action: acme/mismatch@1
+    with: {}
+  - id: done
+    succeed:
+      result: {}
+`
+)
+
+// TestFlushRefusedInStart: the inline echo of a new run's first step
+// answers an output its schema refuses, in the run's start transaction,
+// where the run's row is not stored yet: the start flushes the row first,
+// then notes the refusal (its line names the run by the row's key). The
+// run starts, its step stays running, and its log ends with the refusal
+// at the started event's seq.
+func TestFlushRefusedInStart(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	h := newHarness(t)
+	op := h.localToken()
+	E := ePath(h)
+	h.mustPublish(op, "actions", mismatchAction, "mismatch-action")
+	wf := h.mustPublish(op, "workflows", mismatchWorkflow, "mismatch-workflow").ID
+	act := h.mustActivate(E, op, map[string]any{"published_version_id": wf}, "mismatch-activation", "").ID
+
+	run := h.mustStartRun(op, map[string]any{"activation_id": act}, "flush-mismatch")
+	is.Equal(run.Status, "running")
+	logs := listAll[engine.LogEntry](h, op, E+"/runs/"+run.ID+"/logs", nil)
+	is.Equal(logTypes(logs), []string{"step_started", "event_refused"})
+	refused := logs[1]
+	is.Equal(refused.Level, "warn")
+	is.True(refused.Seq != nil && *refused.Seq == run.AcceptedSequence)
+	is.Equal(*logs[0].Seq, run.AcceptedSequence)
+	is.Equal(refused.NodeID, nil)
+	is.Equal(string(refused.Data), "null")
+	is.True(strings.HasPrefix(refused.Message, "task_completed refused: "))
+	is.True(strings.Contains(refused.Message, "PF-VALIDATION"))
+	hist := h.runHistory(op, run.ID)
+	is.Equal(historyKinds(hist), []string{"started"})
+	is.Equal(hist[0].Seq, run.AcceptedSequence)
+	var cur engine.Run
+	h.must(200, h.get(E+"/runs/"+run.ID, op), &cur)
+	is.Equal(cur.Status, "running")
+	is.Equal(cur.AcceptedSequence, run.AcceptedSequence)
+}

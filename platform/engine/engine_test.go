@@ -117,3 +117,21 @@ func TestRedactAgentToolCall(t *testing.T) {
 	is.Equal(string(in), `{"apiKey":"[redacted]","id":"c-7"}`)
 	is.Equal(string(out), `{"token":"[redacted]"}`)
 }
+
+// TestOwnRowOnlyIncidents: an event that opens or resolves an incident
+// is not performed through a cursor's pending rows: the incident index
+// (platform_run_incidents) refers to the run's row, which a new run's
+// cursor inserts only at flush, so the cursor flushes first. No start
+// transaction opens an incident today (the kernel opens them on task
+// failures and timers, never on started or an inline echo/noop), so this
+// ordering is guarded here rather than over HTTP.
+func TestOwnRowOnlyIncidents(t *testing.T) {
+	is := is.New(t)
+	p := &program{adapters: map[string]string{"acme/echo@1": adapterEcho}}
+	own := []kernel.Effect{{Kind: kernel.EffectRecord}, {Kind: kernel.EffectContinue}, {Kind: kernel.EffectRunCompleted},
+		{Kind: kernel.EffectStartTask, Task: &kernel.TaskSpec{Executor: kernel.ExecutorConnector, Ref: "acme/echo@1"}}}
+	is.True(ownRowOnly(p, own))
+	for _, k := range []kernel.EffectKind{kernel.EffectOpenIncident, kernel.EffectResolveIncident} {
+		is.True(!ownRowOnly(p, append(own[:len(own):len(own)], kernel.Effect{Kind: k, Incident: &kernel.Incident{ID: "i"}})))
+	}
+}

@@ -366,30 +366,11 @@ func (sc *scheduler) runTurn(daemonCtx, ctx context.Context, l launched, commit 
 	}
 	defer closeTools()
 	prov := rec.resolve(prof.provider)
-	ran := make(chan struct{})
-	early := s.earlyOutcome(daemonCtx, watchCtx, job, rec, commit, ran)
 	res, runErr := prov.Run(watchCtx, req, rec.emit)
-	close(ran)
+	rec.flushTools()
 	// Writes queued before the outcome commit before it; wait for them
 	// whichever way the turn ends.
 	defer rec.wait()
-	<-early.done
-	if early.attempted {
-		// The outcome was recorded at the agent's result. What it printed
-		// since is committed before the answer, so the answer still
-		// follows every write of the turn.
-		if rec.holding() {
-			rec.flushTools()
-			rec.flush()
-		}
-		rec.wait()
-		if early.saved {
-			s.waiters.finish(early.final)
-			s.sched.kick()
-		}
-		return
-	}
-	rec.flushTools()
 	cause := context.Cause(watchCtx)
 	if commit.wait() != nil {
 		return // the process was killed (errStartFailed); nothing is recorded
@@ -421,44 +402,6 @@ func (sc *scheduler) runTurn(daemonCtx, ctx context.Context, l launched, commit 
 	default:
 		s.finishTurn(job, ActSucceed, nil, res.Text, rec.take())
 	}
-}
-
-// earlyTurn is a turn's outcome recorded at the agent's result, before its
-// process exited.
-type earlyTurn struct {
-	done      chan struct{}
-	attempted bool // the outcome's transaction ran: the turn must not record another
-	saved     bool // it committed; final is the job as it left it
-	final     Job
-}
-
-// earlyOutcome records the turn's outcome as soon as the agent reports a
-// successful result, while its process exits: a result decides the turn
-// (runProcess: neither a later forced exit nor a cancel changes it), and
-// the fsync of the outcome's commit then overlaps the agent's exit instead
-// of following it (BENCHMARKS.md, "The chat turn"). The waiters are told
-// only once the process is gone and whatever it printed after its result
-// is committed too (runTurn). A turn already cancelled, paused, timed out
-// or shutting down when the result arrives, or one whose Run returns
-// without a successful result, is ended by runTurn as before.
-func (s *Service) earlyOutcome(daemonCtx, turnCtx context.Context, job Job, rec *recorder, commit *startCommit, ran <-chan struct{}) *earlyTurn {
-	et := &earlyTurn{done: make(chan struct{})}
-	go func() {
-		defer close(et.done)
-		var text string
-		select {
-		case text = <-rec.result:
-		case <-ran:
-			return
-		}
-		if commit.wait() != nil || daemonCtx.Err() != nil || context.Cause(turnCtx) != nil {
-			return
-		}
-		et.attempted = true
-		rec.flushTools()
-		et.final, et.saved = s.saveTurn(job, ActSucceed, nil, text, rec.take())
-	}()
-	return et
 }
 
 // runError turns a provider's failure to reach a result into a job error.
@@ -532,15 +475,6 @@ func (s *Service) requeueMessage(job Job, recorded []recordFn) {
 // completion's answer). When more messages wait, the job goes back to the
 // queue instead of ending.
 func (s *Service) finishTurn(job Job, act Action, jobErr *JobError, text string, recorded []recordFn) {
-	if final, ok := s.saveTurn(job, act, jobErr, text, recorded); ok {
-		s.waiters.finish(final)
-		s.sched.kick()
-	}
-}
-
-// saveTurn is finishTurn without telling the waiters: it answers the job as
-// the outcome's transaction left it, and whether it committed.
-func (s *Service) saveTurn(job Job, act Action, jobErr *JobError, text string, recorded []recordFn) (Job, bool) {
 	ctx := context.Background()
 	var final Job
 	var outcomeErr error
@@ -561,9 +495,10 @@ func (s *Service) saveTurn(job Job, act Action, jobErr *JobError, text string, r
 	}
 	if err != nil {
 		s.log.Error("record turn outcome", "job", job.ID, "err", err)
-		return final, false
+		return
 	}
-	return final, true
+	s.waiters.finish(final)
+	s.sched.kick()
 }
 
 // saveOutcome writes a turn's outcome and answers the job as it is now.
@@ -637,9 +572,6 @@ type recorder struct {
 	toolSeq      int            // the job's last tool seq (one turn runs at a time)
 	start        *startCommit   // nothing is written before the turn's start commits
 
-	// result yields the text of the agent's successful result (earlyOutcome).
-	result chan string
-
 	mu    sync.Mutex
 	held  []recordFn
 	timer *time.Timer
@@ -658,7 +590,7 @@ const recordDelay = 20 * time.Millisecond
 const recordBatch = 256
 
 func newRecorder(s *Service, job Job, toolSeq int, start *startCommit) *recorder {
-	r := &recorder{s: s, job: job, tools: map[string]int{}, toolSeq: toolSeq, start: start, result: make(chan string, 1)}
+	r := &recorder{s: s, job: job, tools: map[string]int{}, toolSeq: toolSeq, start: start}
 	r.lastActivity.Store(time.Now().UnixNano())
 	return r
 }
@@ -681,13 +613,6 @@ func (r *recorder) flush() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.queueLocked()
-}
-
-// holding reports whether writes are held.
-func (r *recorder) holding() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.held) > 0
 }
 
 // take hands the held writes to a caller that runs them, in order, at the
@@ -872,12 +797,6 @@ func (r *recorder) emit(e provider.Event) {
 			}
 			return s.audit(tx, j.ID, j.Attempt, "agent."+string(e.Kind), summary, map[string]any{"text": e.Text, "usage": e.Usage})
 		})
-		if e.Kind == provider.EventResult && !e.IsError && e.ParentToolID == "" {
-			select {
-			case r.result <- e.Text:
-			default: // a second result does not decide the turn again
-			}
-		}
 	case provider.EventError, provider.EventLog:
 		r.write(func(tx *sql.Tx, ev *pending) error {
 			summary := nested(e, map[string]any{"text": excerpt(e.Text, 200)})

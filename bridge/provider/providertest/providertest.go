@@ -8,7 +8,7 @@
 // also subagent, rate-limit and retries, codex also unauthorized), #recorded:NAME
 // (output captured from the real CLIs without credentials or network,
 // transcripts/recorded), #echo (default), #pwd, #env:NAME, #args, #slow:MS,
-// #big:N, #malformed, #crash, #hang, #ignore-term, #linger, #stderr-after and (command
+// #big:N, #malformed, #crash, #hang, #ignore-term, #linger and (command
 // mode) #exit:N. A whitespace-only prompt gets what the real CLI does with
 // one. See its package comment for details.
 package providertest

@@ -29,7 +29,6 @@
 //	                  {"type":"fake.child","pid":N}) and sleep forever
 //	#ignore-term      with #hang/#linger: ignore SIGTERM (parent and child)
 //	#linger           print everything, then sleep forever
-//	#stderr-after     print everything, then a line on stderr before exiting
 //	#mcp-call:TOOL:JSON  claude: call TOOL of the --mcp-config server with the
 //	                  JSON arguments (no spaces), answer with its result (mcp.go)
 //	#exit:N           command mode: print the answer, then exit N with a stderr line
@@ -223,7 +222,6 @@ type plan struct {
 	exit              int
 	malformed, crash  bool
 	hang, linger, ign bool
-	stderrAfter       bool
 	pwd, args         bool
 	envs              []string
 	mcp               *mcpCall
@@ -254,8 +252,6 @@ func parsePlan(prompt string) plan {
 			p.hang = true
 		case "#linger":
 			p.linger = true
-		case "#stderr-after":
-			p.stderrAfter = true
 		case "#ignore-term":
 			p.ign = true
 		case "#pwd":
@@ -381,9 +377,6 @@ func play(d dialect, prompt, resume, mcpConfig string) int {
 	}
 	for _, l := range lines {
 		out(l, p.slow)
-	}
-	if p.stderrAfter {
-		fmt.Fprintln(os.Stderr, "fakeagent: said after the result")
 	}
 	if p.linger {
 		sleepForever(p.ign)

@@ -252,7 +252,10 @@ func (s *Service) StartChat(ctx context.Context, p Principal, req ChatRequest) (
 		cancel(nil)
 	}
 	nj := newJob{ID: id, Profile: profile, Prompt: prompt, Source: "chat", Metadata: map[string]string{"model": req.Model}}
-	jobp, committed := s.createJobQueued(ctx, p, nj)
+	// The agent starts before the creation commits (startNow): a client
+	// that goes away meanwhile must not drop the creation of a job whose
+	// agent may already act; its Close cancels the job instead.
+	jobp, committed := s.createJobQueued(context.WithoutCancel(ctx), p, nj)
 	started, err := s.sched.startNow(s.ctx, id, committed, firstTurn(s.jobRow(p, nj, s.now().UTC())))
 	if err != nil {
 		run.close()

@@ -192,6 +192,19 @@ type launched struct {
 type startCommit struct {
 	done chan struct{}
 	err  error
+	// redo is what the start transaction read when it differs from what
+	// an agent started before it ran was given (launch's first): that
+	// agent is killed and records nothing (err), and the turn runs again
+	// from redo, so the job, started by the commit, never stays running
+	// without an agent.
+	redo *launched
+}
+
+// committedStart is the start of a turn known to have committed.
+func committedStart() *startCommit {
+	c := &startCommit{done: make(chan struct{})}
+	close(c.done)
+	return c
 }
 
 func (c *startCommit) wait() error {
@@ -227,10 +240,13 @@ func (l launched) sameTurn(first launched) bool {
 // and a start that fails to commit kills the process and records nothing.
 //
 // first, when given, is what the start transaction will read (startNow):
-// the agent then starts without waiting for the transaction to run.
+// the agent then starts without waiting for the transaction to run, in a
+// context of its own (earlyCtx) so that launch can kill it alone when the
+// transaction read otherwise and the turn must run again (startCommit.redo).
 func (sc *scheduler) launch(ctx context.Context, id string, created func() error, first *launched) bool {
 	s := sc.s
 	turnCtx, cancel := context.WithCancelCause(ctx)
+	earlyCtx, cancelEarly := context.WithCancelCause(turnCtx)
 	sc.mu.Lock()
 	sc.running[id] = cancel
 	sc.mu.Unlock()
@@ -269,6 +285,7 @@ func (sc *scheduler) launch(ctx context.Context, id string, created func() error
 		defer sc.wg.Done()
 		defer func() {
 			sc.release(id)
+			cancelEarly(nil)
 			cancel(nil)
 			sc.kick()
 		}()
@@ -287,14 +304,21 @@ func (sc *scheduler) launch(ctx context.Context, id string, created func() error
 				}
 			}
 		}
+		run := true
 		select {
 		case <-commit.done:
-			if commit.err != nil {
-				return // the start did not commit: nothing of the turn may run
-			}
+			// A start that did not commit runs nothing of the turn.
+			run = commit.err == nil
 		default: // still committing: the turn starts meanwhile and waits before recording
 		}
-		sc.runTurn(ctx, turnCtx, l, commit)
+		if run {
+			sc.runTurn(ctx, earlyCtx, l, commit)
+		}
+		if commit.wait() != nil && commit.redo != nil {
+			// The agent started from first was killed and recorded
+			// nothing; the committed start's turn runs from what it read.
+			sc.runTurn(ctx, turnCtx, *commit.redo, committedStart())
+		}
 	}()
 	err := <-startErr
 	if created != nil {
@@ -302,27 +326,40 @@ func (sc *scheduler) launch(ctx context.Context, id string, created func() error
 			err = cerr
 		}
 	}
+	commit.err = err
+	var unread bool
 	if err == nil && first != nil {
-		// The agent started from first; the turn is recorded only if the
+		// The agent started from first; its turn is recorded only if the
 		// transaction read the same (it always does for a job it just
-		// created: firstTurn), else nothing of it is.
+		// created: firstTurn). Otherwise the start has committed all the
+		// same (the job is running), so the agent is killed and the turn
+		// runs again from what the transaction read.
 		select {
 		case l := <-ran:
 			if !l.sameTurn(*first) {
-				s.log.Error("a started turn's input differs from its job's; the turn is dropped", "job", id)
-				err = errStartFailed
+				s.log.Warn("a turn started early read other input; it runs again from its job's", "job", id)
+				commit.redo = &l
+				commit.err = errStartFailed
 			}
 		default:
-			err = errStartFailed
+			// The transaction committed without handing over what it
+			// read (store.DB.Go never does that): the job is failed
+			// below rather than left running without an agent.
+			unread = true
+			commit.err = errStartFailed
 		}
 	}
 	// The turn is cancelled before the failure is announced, so a turn
 	// that sees commit.done closed with an error never starts an agent.
-	commit.err = err
 	if err != nil {
 		cancel(errStartFailed)
+	} else if commit.err != nil {
+		cancelEarly(errStartFailed)
 	}
 	close(commit.done)
+	if unread {
+		s.finishTurn(first.job, ActFail, &JobError{Code: JobErrUnavailable, Message: "the turn's start did not read its input"}, "", nil)
+	}
 	return err == nil
 }
 

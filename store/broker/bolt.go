@@ -256,8 +256,7 @@ func NewBolt(db *bolt.DB, opts BoltOptions) (*Bolt, error) {
 			// frames): an unsynced commit would lose acknowledged messages.
 			return nil, fmt.Errorf("broker: new bolt: %w: JournalPath needs a database opened without NoSync", ErrInvalidArgument)
 		}
-		maxFrame := b.opts.MaxMessageBytes + journalFrameFixed + maxTopicLen
-		j, err := openJournal(b.opts.JournalPath, db, maxFrame, b.opts.Logger.Warn)
+		j, err := openJournal(b.opts.JournalPath, db, b.opts.Logger)
 		if err != nil {
 			return nil, fmt.Errorf("broker: new bolt: %w", err)
 		}

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/agentbridge/bridge/store/boltcompact"
 	bolt "go.etcd.io/bbolt"
@@ -77,6 +79,7 @@ type journalRec struct {
 	off   int64
 	rec   []byte
 	seq   uint64 // its frame's sequence number (replay only)
+	end   bool   // the last frame of its group (replay only)
 }
 
 // journal is the open journal files, used by the writer goroutine only.
@@ -95,7 +98,7 @@ func journalFiles(path string) [2]string { return [2]string{path, path + ".1"} }
 
 // openJournal opens (or creates) the journal at path for db, applies what
 // it holds that db lacks, and leaves it ready to be written.
-func openJournal(path string, db *bolt.DB, maxFrame int, warn func(msg string, args ...any)) (*journal, error) {
+func openJournal(path string, db *bolt.DB, log *slog.Logger) (*journal, error) {
 	j := &journal{}
 	for i, name := range journalFiles(path) {
 		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
@@ -105,7 +108,7 @@ func openJournal(path string, db *bolt.DB, maxFrame int, warn func(msg string, a
 		}
 		j.f[i] = f
 	}
-	if err := j.recover(db, maxFrame, warn); err != nil {
+	if err := j.recover(db, log); err != nil {
 		j.close()
 		return nil, fmt.Errorf("journal %s: %w", path, err)
 	}
@@ -134,7 +137,7 @@ func (j *journal) close() error {
 
 // recover replays each file that belongs to db (oldest chain first) and
 // gives the others db's journal id, or a new id to both when db has none.
-func (j *journal) recover(db *bolt.DB, maxFrame int, warn func(msg string, args ...any)) error {
+func (j *journal) recover(db *bolt.DB, log *slog.Logger) error {
 	var data [2][]byte
 	for i, f := range j.f {
 		var err error
@@ -156,7 +159,7 @@ func (j *journal) recover(db *bolt.DB, maxFrame int, warn func(msg string, args 
 		// for it and both files.
 		for i, d := range data {
 			if len(d) > journalHeaderSize {
-				warn("broker: journal does not belong to this events.bolt; discarded", "path", j.f[i].Name(), "bytes", len(d))
+				log.Warn("broker: journal does not belong to this events.bolt; discarded", "path", j.f[i].Name(), "bytes", len(d))
 			}
 		}
 		var id [16]byte
@@ -180,11 +183,22 @@ func (j *journal) recover(db *bolt.DB, maxFrame int, warn func(msg string, args 
 	var chains [][]journalRec
 	for i, d := range data {
 		if len(d) >= journalHeaderSize && string(d[:8]) == journalMagic && string(d[8:24]) == string(stored) {
-			chains = append(chains, parseJournal(d[journalHeaderSize:], maxFrame))
+			p := parseJournal(d[journalHeaderSize:])
+			// How far replay got, and why it stopped there: a frame of an
+			// earlier chain or zeros are the ordinary end; a bad frame
+			// with data after it may be damage, and everything after it
+			// is lost, so it is a warning.
+			args := []any{"path", j.f[i].Name(), "groups", p.groups, "messages", len(p.recs), "stopped", p.stop, "at", journalHeaderSize + p.at}
+			if p.damaged {
+				log.Warn("broker: journal replay stopped at a bad frame with data after it", args...)
+			} else {
+				log.Info("broker: journal read", args...)
+			}
+			chains = append(chains, p.recs)
 			continue
 		}
 		if len(d) > journalHeaderSize {
-			warn("broker: journal does not belong to this events.bolt; discarded", "path", j.f[i].Name(), "bytes", len(d))
+			log.Warn("broker: journal does not belong to this events.bolt; discarded", "path", j.f[i].Name(), "bytes", len(d))
 		}
 		if err := initJournalFile(j.f[i], stored); err != nil {
 			return err
@@ -217,47 +231,97 @@ func initJournalFile(f *os.File, id []byte) error {
 	return boltcompact.SyncDir(filepath.Dir(f.Name()))
 }
 
+// parsedJournal is what parseJournal found in one file.
+type parsedJournal struct {
+	recs    []journalRec // the frames of its whole groups
+	groups  int          // how many groups recs holds
+	stop    string       // why reading stopped
+	at      int64        // where (from the end of the header)
+	damaged bool         // a frame failed its checks and non-zero bytes follow it
+}
+
 // parseJournal returns the frames of data (the journal after its header) up
 // to the first torn, corrupt or out-of-sequence one, less the frames of an
-// incomplete last group.
-func parseJournal(data []byte, maxFrame int) []journalRec {
-	var out []journalRec
+// incomplete last group. A frame may be as long as the data left: its size
+// is not checked against the current MaxMessageBytes, which may be smaller
+// than the one it was written under (the checksum catches garbage).
+func parseJournal(data []byte) parsedJournal {
+	var p parsedJournal
 	var prev uint64
-	complete := 0
-	for len(data) >= journalFrameHeader {
+	complete, completeAt := 0, int64(0)
+	pos := int64(0)
+	// bad stops at a frame that fails its checks, skipping bytes of its
+	// own: a torn last write leaves nothing after the frame it was writing
+	// (or stale frames of the file's previous use, which cannot be told
+	// from damage).
+	bad := func(why string, skip int) {
+		p.stop = why
+		rest := data[min(len(data), skip):]
+		p.damaged = slices.ContainsFunc(rest, func(c byte) bool { return c != 0 })
+	}
+	for {
+		if len(data) < journalFrameHeader {
+			p.stop = "end of file"
+			break
+		}
 		n := int(binary.LittleEndian.Uint32(data))
 		sum := binary.LittleEndian.Uint32(data[4:])
-		if n < journalFrameFixed+1 || n > maxFrame || len(data)-journalFrameHeader < n {
+		if n == 0 && sum == 0 {
+			p.stop = "end of chain"
+			break
+		}
+		if n < journalFrameFixed+1 {
+			bad("bad frame length", journalFrameHeader)
+			break
+		}
+		if len(data)-journalFrameHeader < n {
+			p.stop = "torn frame at the end of the file"
 			break
 		}
 		body := data[journalFrameHeader : journalFrameHeader+n]
 		if crc32.Checksum(body, crc32c) != sum {
+			bad("checksum mismatch", journalFrameHeader+n)
 			break
 		}
 		seq := binary.LittleEndian.Uint64(body)
-		if len(out) > 0 && seq != prev+1 {
+		if len(p.recs) > 0 && seq != prev+1 {
+			p.stop = "end of chain" // a frame written before the file was reused
 			break
 		}
 		flags, tl := body[8], int(body[9])
 		if journalFrameFixed+tl > n {
+			bad("bad topic length", journalFrameHeader+n)
 			break
 		}
 		topic := string(body[10 : 10+tl])
 		off := int64(binary.LittleEndian.Uint64(body[10+tl:]))
-		out = append(out, journalRec{topic: topic, off: off, rec: body[10+tl+8:], seq: seq})
-		if flags&journalBatchEnd != 0 {
-			complete = len(out)
-		}
+		end := flags&journalBatchEnd != 0
+		p.recs = append(p.recs, journalRec{topic: topic, off: off, rec: body[10+tl+8:], seq: seq, end: end})
 		prev = seq
 		data = data[journalFrameHeader+n:]
+		pos += int64(journalFrameHeader + n)
+		if end {
+			complete, completeAt = len(p.recs), pos
+			p.groups++
+		}
 	}
-	return out[:complete]
+	if complete < len(p.recs) {
+		p.stop += " (after an incomplete group)"
+	}
+	p.recs, p.at = p.recs[:complete], completeAt
+	return p
 }
 
-// replayJournal applies what db lacks of recs.
+// maxReplayMessages bounds one bbolt transaction of replay (whole groups,
+// so at least one group).
+const maxReplayMessages = 10_000
+
+// replayJournal applies what db lacks of recs, in transactions that end
+// at group ends: a crash during replay never leaves part of a Publish call
+// in bbolt.
 func replayJournal(db *bolt.DB, recs []journalRec) error {
 	for len(recs) > 0 {
-		n := min(len(recs), 10_000)
+		n := replayCut(recs, maxReplayMessages)
 		if err := db.Update(func(tx *bolt.Tx) error {
 			_, err := applyRecords(tx, recs[:n])
 			return err
@@ -267,6 +331,25 @@ func replayJournal(db *bolt.DB, recs []journalRec) error {
 		recs = recs[n:]
 	}
 	return nil
+}
+
+// replayCut returns how many of recs (whole groups) the next replay
+// transaction takes: the most whole groups within limit, at least one.
+func replayCut(recs []journalRec, limit int) int {
+	cut := 0
+	for i, r := range recs {
+		if !r.end {
+			continue
+		}
+		if cut > 0 && i+1 > limit {
+			break
+		}
+		cut = i + 1
+	}
+	if cut == 0 {
+		return len(recs) // no group end: parseJournal never returns that
+	}
+	return cut
 }
 
 // applyRecords puts recs into their topics in tx: a record bbolt already

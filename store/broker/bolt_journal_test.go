@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -116,7 +117,7 @@ func crashJournal(t *testing.T, dir string, n, applied int) (dbPath, jPath strin
 	dbPath, jPath = filepath.Join(dir, "events.bolt"), filepath.Join(dir, "events.journal")
 	db := openTestDB(t, dbPath)
 	defer db.Close()
-	j, err := openJournal(jPath, db, 1<<20, t.Logf)
+	j, err := openJournal(jPath, db, testBoltOptions().Logger)
 	is.NoErr(err)
 	defer j.close()
 	var recs []journalRec
@@ -367,7 +368,7 @@ func TestBoltJournalReplaysBothFiles(t *testing.T) {
 			dir := t.TempDir()
 			dbPath, jPath := filepath.Join(dir, "events.bolt"), filepath.Join(dir, "events.journal")
 			db := openTestDB(t, dbPath)
-			j, err := openJournal(jPath, db, 1<<20, t.Logf)
+			j, err := openJournal(jPath, db, testBoltOptions().Logger)
 			is.NoErr(err)
 			if first == 1 {
 				j.switchFile()
@@ -418,4 +419,82 @@ func TestBoltJournalRefusesNoSync(t *testing.T) {
 	is.True(errors.Is(err, ErrInvalidArgument))
 	_, statErr := os.Stat(opts.JournalPath)
 	is.True(errors.Is(statErr, os.ErrNotExist)) // nothing created
+}
+
+// Frames are not limited by the MaxMessageBytes of the broker replaying
+// them: reopened with a smaller one, a journal written under a larger one
+// replays in full (they were acknowledged), and the log says so.
+func TestBoltJournalReplayIgnoresMaxMessageBytes(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	dbPath, jPath := filepath.Join(dir, "events.bolt"), filepath.Join(dir, "events.journal")
+	db := openTestDB(t, dbPath)
+	j, err := openJournal(jPath, db, testBoltOptions().Logger)
+	is.NoErr(err)
+	big := bytes.Repeat([]byte{'x'}, 4<<10)
+	for i := range 3 {
+		rec := encodeRecord(&Message{Topic: "j", Value: append(fmt.Appendf(nil, "v%d", i), big...)}, time.Now())
+		j.appendFrame("j", int64(i), rec, true)
+	}
+	is.NoErr(j.flush())
+	is.NoErr(j.close())
+	is.NoErr(db.Close())
+
+	var logs bytes.Buffer
+	db = openTestDB(t, dbPath)
+	defer db.Close()
+	opts := testBoltOptions()
+	opts.JournalPath, opts.MaxMessageBytes = jPath, 1<<10
+	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	b, err := NewBolt(db, opts)
+	is.NoErr(err)
+	defer b.Close()
+	got, err := b.Read(t.Context(), "j", 0, 10)
+	is.NoErr(err)
+	is.Equal(len(got), 3)
+	for i, m := range got {
+		is.True(bytes.HasPrefix(m.Value, fmt.Appendf(nil, "v%dxxx", i)))
+		is.Equal(len(m.Value), len(big)+2)
+	}
+	is.True(strings.Contains(logs.String(), `msg="broker: journal read" path=`+jPath+" groups=3 messages=3 stopped=\"end of file\""))
+}
+
+// A frame failing its checksum with frames after it loses those frames:
+// replay stops there (it cannot tell what follows is this chain's) and
+// warns, with how many groups it replayed and why it stopped.
+func TestBoltJournalWarnsOfDamage(t *testing.T) {
+	is := is.New(t)
+	dbPath, jPath, ends := crashJournal(t, t.TempDir(), 5, 0)
+	data, err := os.ReadFile(jPath)
+	is.NoErr(err)
+	data[ends[0]+journalFrameHeader+3]++ // in frame 1's body
+	is.NoErr(os.WriteFile(jPath, data, 0o600))
+	var logs bytes.Buffer
+	db := openTestDB(t, dbPath)
+	defer db.Close()
+	opts := testBoltOptions()
+	opts.JournalPath = jPath
+	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	b, err := NewBolt(db, opts)
+	is.NoErr(err)
+	defer b.Close()
+	n, err := b.Latest(t.Context(), "j")
+	is.NoErr(err)
+	is.Equal(n, int64(1))
+	is.True(strings.Contains(logs.String(), `level=WARN msg="broker: journal replay stopped at a bad frame with data after it" path=`+jPath+` groups=1 messages=1 stopped="checksum mismatch" at=`+strconv.FormatInt(ends[0], 10)))
+}
+
+// Replay's transactions end at group ends, so a crash during replay never
+// leaves part of a Publish call in bbolt.
+func TestReplayCutsAtGroupEnds(t *testing.T) {
+	is := is.New(t)
+	var recs []journalRec
+	for i := range 9 { // groups of 3
+		recs = append(recs, journalRec{topic: "j", off: int64(i), end: i%3 == 2})
+	}
+	is.Equal(replayCut(recs, 4), 3)
+	is.Equal(replayCut(recs, 6), 6)
+	is.Equal(replayCut(recs, 2), 3) // at least one whole group
+	is.Equal(replayCut(recs, 100), 9)
+	is.Equal(replayCut(recs[3:], 5), 3)
 }

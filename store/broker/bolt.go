@@ -81,9 +81,9 @@ type BoltOptions struct {
 	// applier does not wait when the writer needs it (MaxPendingBytes) or
 	// the broker is closing. Default 10ms.
 	ApplyInterval time.Duration
-	// MaxPendingBytes bounds the journaled records not yet applied to bbolt
-	// (held in memory for readers): past it, the writer waits for the
-	// applier. Default 64 MiB.
+	// MaxPendingBytes bounds the memory of the journaled records not yet
+	// applied to bbolt (held for readers; counted by their buffers'
+	// capacity): past it, the writer waits for the applier. Default 64 MiB.
 	MaxPendingBytes int64
 
 	// Logger receives operational errors from background work. Default slog.Default().
@@ -206,7 +206,7 @@ type Bolt struct {
 	applyQ    []applyBatch
 	wdone     bool          // the writer has stopped: the applier drains and stops
 	applied   uint64        // journal sequence after the last frame applied to bbolt
-	pbytes    int64         // bytes of records in pending
+	pbytes    int64         // capacity of the record buffers in pending
 	appliedCh chan struct{} // closed and replaced after every apply
 	hurry     chan struct{} // the writer waits for the applier (buffered 1)
 }

@@ -83,7 +83,9 @@ func (b *Bolt) journalBatch(batch []*publishReq, n int) error {
 			rec := req.recs[i]
 			j.appendFrame(topic, off, rec, len(ab.recs) == n-1)
 			ab.recs = append(ab.recs, journalRec{topic: topic, off: off, rec: rec})
-			ab.bytes += int64(len(rec))
+			// Its capacity, not its length: a pooled buffer (4-64 KiB)
+			// stays pinned until it is applied, whatever it holds.
+			ab.bytes += int64(cap(rec))
 			b.next[topic] = off + 1
 			ends[topic] = off + 1
 		}

@@ -498,3 +498,46 @@ func TestReplayCutsAtGroupEnds(t *testing.T) {
 	is.Equal(replayCut(recs, 100), 9)
 	is.Equal(replayCut(recs[3:], 5), 3)
 }
+
+// The bytes MaxPendingBytes is compared with are the memory the pending
+// records pin: their buffers' capacity (pooled, at least 4 KiB), not their
+// lengths.
+func TestBoltJournalCountsPendingCapacity(t *testing.T) {
+	is := is.New(t)
+	e := newBoltEnv(t, journalOptions(t))
+	b := e.open()
+	ctx := t.Context()
+	is.NoErr(b.Publish(ctx, msgs("p", "a0")...))
+	waitUntil(t, "a0 applied", func() bool { return inBolt(t, e.db, "p") == 1 })
+	tx, err := e.db.Begin(true) // stops the applier
+	is.NoErr(err)
+	stalled := true
+	t.Cleanup(func() { // before Close, which waits for the applier
+		if stalled {
+			_ = tx.Rollback()
+		}
+	})
+	for i := range 20 {
+		is.NoErr(b.Publish(ctx, msgs("p", fmt.Sprintf("small%d", i))...))
+	}
+	b.pmu.RLock()
+	var retained int64
+	for _, pt := range b.pending {
+		for _, rec := range pt.recs {
+			retained += int64(cap(rec))
+		}
+	}
+	b.pmu.RUnlock()
+	b.amu.Lock()
+	counted := b.pbytes
+	b.amu.Unlock()
+	is.True(retained >= 20*(4<<10))
+	is.True(counted >= retained)
+	stalled = false
+	is.NoErr(tx.Rollback())
+	waitUntil(t, "everything applied", func() bool {
+		b.amu.Lock()
+		defer b.amu.Unlock()
+		return b.pbytes == 0
+	})
+}

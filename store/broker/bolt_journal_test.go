@@ -241,6 +241,9 @@ func TestBoltJournalSurvivesSIGKILL(t *testing.T) {
 		out, err := cmd.StdoutPipe()
 		is.NoErr(err)
 		is.NoErr(cmd.Start())
+		// An assertion failing before the kill must not leave the child
+		// running (a second Kill or Wait is harmless).
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 		killAt := 20 + rng.IntN(3000)
 		sc := bufio.NewScanner(out)
 		deadline := time.Now().Add(waitLong)

@@ -36,6 +36,8 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 		open func(t *testing.T) Broker
 	}{
 		{"bolt", func(t *testing.T) Broker { return newBoltEnv(t, testBoltOptions()).open() }},
+		// The journal's writer and applier stop on Close too.
+		{"bolt-journal", func(t *testing.T) Broker { return newBoltEnv(t, journalOptions(t)).open() }},
 		{"kafka", func(t *testing.T) Broker { return newTestKafka(t, testKafkaOptions(newTestCluster(t))) }},
 	}
 	for _, impl := range impls {

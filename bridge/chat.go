@@ -255,8 +255,9 @@ func (s *Service) StartChat(ctx context.Context, p Principal, req ChatRequest) (
 	// The agent starts before the creation commits (startNow): a client
 	// that goes away meanwhile must not drop the creation of a job whose
 	// agent may already act; its Close cancels the job instead.
-	jobp, committed := s.createJobQueued(context.WithoutCancel(ctx), p, nj)
-	started, err := s.sched.startNow(s.ctx, id, committed, firstTurn(s.jobRow(p, nj, s.now().UTC())))
+	row := s.jobRow(p, nj, s.now().UTC())
+	committed := s.createJobQueued(context.WithoutCancel(ctx), row)
+	started, err := s.sched.startNow(s.ctx, id, committed, firstTurn(row))
 	if err != nil {
 		run.close()
 		return nil, err
@@ -264,7 +265,7 @@ func (s *Service) StartChat(ctx context.Context, p Principal, req ChatRequest) (
 	if !started {
 		s.sched.kick() // no free slot: the job waits its turn
 	}
-	run.Job = *jobp
+	run.Job = row
 	return run, nil
 }
 

@@ -57,9 +57,10 @@ func TestEarlyStartThatReadOtherInputRunsTheTurnAgain(t *testing.T) {
 	nj := newJob{ID: "job-1", Profile: "claude", Prompt: "#echo what the job says", Source: "chat"}
 	jw, leave := s.waiters.join(nj.ID)
 	defer leave()
-	_, created := s.createJobQueued(ctx, p, nj)
+	row := s.jobRow(p, nj, s.now().UTC())
+	created := s.createJobQueued(ctx, row)
 	// The agent is given other input than the job's: it would never end.
-	other := s.jobRow(p, nj, s.now().UTC())
+	other := row
 	other.Prompt = "#hang"
 	started, err := s.sched.startNow(ctx, nj.ID, created, firstTurn(other))
 	if err != nil || !started {

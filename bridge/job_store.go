@@ -116,19 +116,16 @@ type newJob struct {
 	Source   string
 }
 
-// createJobQueued queues a job's creation without waiting for its commit;
-// the channel yields the result. Chat completions use it to start the job
-// in the same commit.
-func (s *Service) createJobQueued(ctx context.Context, p Principal, nj newJob) (*Job, <-chan error) {
-	job := &Job{}
+// createJobQueued queues the creation of row (jobRow) without waiting for
+// its commit; the channel yields the result. Chat completions use it to
+// start the job in the same commit, and give the same row to its first
+// turn (firstTurn), so an auto profile's CLI is picked once.
+func (s *Service) createJobQueued(ctx context.Context, row Job) <-chan error {
 	var ev pending
-	done := s.db.Go(ctx, func(tx *sql.Tx) error {
+	return s.db.Go(ctx, func(tx *sql.Tx) error {
 		ev = pending{}
-		j, err := s.insertJob(tx, &ev, p, nj)
-		*job = j
-		return err
+		return s.insertJobRow(tx, &ev, row)
 	}, func() { s.pub.enqueue(ev.events) })
-	return job, done
 }
 
 // jobRow is the job nj creates for p: queued, first attempt.
@@ -150,24 +147,30 @@ func (s *Service) insertJob(tx *sql.Tx, ev *pending, p Principal, nj newJob) (Jo
 		nj.ID = uuid.NewString()
 	}
 	job := s.jobRow(p, nj, now)
+	return job, s.insertJobRow(tx, ev, job)
+}
+
+// insertJobRow writes a new job (jobRow): its row, first attempt, prompt
+// as its first message, audit entry and job.created event.
+func (s *Service) insertJobRow(tx *sql.Tx, ev *pending, job Job) error {
 	meta, _ := json.Marshal(job.Metadata)
-	ts := store.Text(now)
+	ts := store.Text(job.CreatedAt)
 	if _, err := tx.Exec(`INSERT INTO bridge_jobs(id, client_id, profile, provider, source, state, prompt, work_dir, metadata, attempt, created_at, updated_at, queued_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)`,
 		job.ID, job.Client, job.Profile, job.Provider, job.Source, job.State, job.Prompt, job.WorkDir, string(meta), ts, ts, ts); err != nil {
-		return job, err
+		return err
 	}
 	if _, err := tx.Exec(`INSERT INTO bridge_attempts(job_id, n, state, reason, created_at) VALUES (?, 1, ?, 'created', ?)`, job.ID, StateQueued, ts); err != nil {
-		return job, err
+		return err
 	}
 	if _, err := tx.Exec(`INSERT INTO bridge_messages(job_id, seq, attempt, role, text, status, created_at) VALUES (?, 1, 1, 'user', ?, 'pending', ?)`, job.ID, job.Prompt, ts); err != nil {
-		return job, err
+		return err
 	}
 	if err := s.audit(tx, job.ID, 1, "job.created", map[string]any{"profile": job.Profile, "provider": job.Provider, "source": job.Source}, map[string]any{"prompt": job.Prompt, "workDir": job.WorkDir, "metadata": job.Metadata}); err != nil {
-		return job, err
+		return err
 	}
 	ev.add(job.Client, job.ID, "job.created", job)
-	return job, nil
+	return nil
 }
 
 // change applies act to a job in one transaction: the transition table

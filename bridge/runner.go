@@ -235,14 +235,16 @@ func (l launched) sameTurn(first launched) bool {
 //
 // The agent process starts as soon as the start transaction has run, while
 // it commits: the fsync overlaps the process start instead of preceding it
-// (BENCHMARKS.md, "The chat turn"). The turn writes nothing before the
-// commit is confirmed (its writes are queued after it on the same writer),
-// and a start that fails to commit kills the process and records nothing.
+// (BENCHMARKS.md, "Chat Completions: what a turn waits for"). The turn
+// writes nothing before the commit is confirmed (its writes are queued
+// after it on the same writer), and a start that fails to commit kills the
+// process and records nothing.
 //
 // first, when given, is what the start transaction will read (startNow):
-// the agent then starts without waiting for the transaction to run, in a
-// context of its own (earlyCtx) so that launch can kill it alone when the
-// transaction read otherwise and the turn must run again (startCommit.redo).
+// the agent then starts before the transaction (and the job's creation)
+// even runs, in a context of its own (earlyCtx) so that launch can kill it
+// alone when the transaction read otherwise and the turn must run again
+// (startCommit.redo).
 func (sc *scheduler) launch(ctx context.Context, id string, created func() error, first *launched) bool {
 	s := sc.s
 	turnCtx, cancel := context.WithCancelCause(ctx)
@@ -600,7 +602,8 @@ func (s *Service) saveAssistant(tx *sql.Tx, j Job, text string, ev *pending) err
 // held into its own transaction. An agent's chatter thus costs one fsync
 // per group commit instead of one per line, and its last lines (answer,
 // usage, result) usually commit with the outcome: one fsync before a chat
-// completion's answer instead of two (BENCHMARKS.md, "The chat turn").
+// completion's answer instead of two (BENCHMARKS.md, "Chat Completions:
+// what a turn waits for").
 type recorder struct {
 	s            *Service
 	job          Job

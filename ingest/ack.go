@@ -13,7 +13,7 @@ import (
 // (BENCHMARKS.md, "One fsync per acknowledgement").
 func writeAck(w http.ResponseWriter, ack Ack) {
 	if !plainJSONString(ack.Status) || !plainJSONString(ack.EventID) || !plainJSONString(ack.Provider) ||
-		ack.ReceivedAt.Year() < 0 || ack.ReceivedAt.Year() > 9999 {
+		ack.ReceivedAt.Location() != time.UTC || ack.ReceivedAt.Year() < 0 || ack.ReceivedAt.Year() > 9999 {
 		httpx.WriteJSON(w, http.StatusAccepted, ack)
 		return
 	}

@@ -18,7 +18,8 @@ func TestWriteAckMatchesWriteJSON(t *testing.T) {
 		time.Date(2026, 11, 27, 11, 40, 0, 123456789, time.UTC),
 		time.Date(2026, 11, 27, 11, 40, 0, 0, time.UTC),
 		time.Date(2026, 11, 27, 11, 40, 0, 120000000, time.FixedZone("x", 3600)),
-		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), // JSON refuses it: the same refusal
+		time.Date(2026, 11, 27, 11, 40, 0, 0, time.FixedZone("y", 86400)), // JSON refuses the offset
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),                      // JSON refuses it: the same refusal
 		time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC),
 	}
 	providers := []string{"github", "a.b_c-d", "", "quo\"te", "back\\slash", "tab\there", "caf\u00e9", "<html>&", "\u2028", "bad\xffutf8", "~"}

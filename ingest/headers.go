@@ -59,8 +59,13 @@ type headerPolicy struct {
 	credOf map[string]bool
 }
 
-// maxCachedHeaderNames bounds headerPolicy.credOf.
-const maxCachedHeaderNames = 1024
+// maxCachedHeaderNames bounds headerPolicy.credOf's entries and
+// maxCachedHeaderName the length of a name it keeps (real providers' names
+// are short; a request's header block may be 64 KiB).
+const (
+	maxCachedHeaderNames = 1024
+	maxCachedHeaderName  = 64
+)
 
 func newHeaderPolicy(sec Security, procs map[string]ProcessorConfig, box *secretbox.Box) (*headerPolicy, error) {
 	p := &headerPolicy{credential: append([]string(nil), builtinCredentialHeaders...), signature: builtinSignatureHeaders,
@@ -107,7 +112,13 @@ func (p *headerPolicy) isCredentialCached(name string) bool {
 	if p.credOf == nil {
 		p.credOf = make(map[string]bool)
 	}
-	if len(p.credOf) < maxCachedHeaderNames {
+	// Names are client-chosen: only short ones are remembered, and a full
+	// cache starts over, so junk names neither pin memory nor lock out the
+	// names that come later.
+	if len(name) <= maxCachedHeaderName {
+		if len(p.credOf) >= maxCachedHeaderNames {
+			clear(p.credOf)
+		}
 		p.credOf[name] = c
 	}
 	p.mu.Unlock()

@@ -3,6 +3,7 @@ package ingest
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -124,4 +125,20 @@ func TestHeaderPolicy(t *testing.T) {
 	}
 	_, err = LoadConfig(mustParse(t, "platform:\n  webhooks:\n    security: {credential-headers: [\"X-[\"]}\n", nil))
 	is.True(err != nil)
+
+	// The remembered answers are the computed ones; client-chosen names
+	// neither grow the cache past its bound nor keep long names.
+	for _, name := range []string{"Authorization", "X-Acme-Id", "X-Acme-Token", "X-Custom", "x-session"} {
+		is.Equal(p.isCredentialCached(name), p.isCredential(name)) // first use
+		is.Equal(p.isCredentialCached(name), p.isCredential(name)) // remembered
+	}
+	long := "X-Acme-" + strings.Repeat("a", maxCachedHeaderName)
+	is.True(p.isCredentialCached(long))
+	_, kept := p.credOf[long]
+	is.True(!kept) // too long to remember
+	for i := range 3 * maxCachedHeaderNames {
+		p.isCredentialCached(fmt.Sprintf("X-Junk-%d", i))
+	}
+	is.True(len(p.credOf) <= maxCachedHeaderNames)
+	is.True(p.isCredentialCached("X-Acme-Id")) // still right after the cache started over
 }

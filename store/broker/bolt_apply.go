@@ -123,8 +123,18 @@ func (b *Bolt) makeRoom() error {
 		ch := b.appliedCh
 		b.amu.Unlock()
 		if !wait {
-			if other := 1 - j.cur; j.pos >= b.opts.JournalRewindBytes && (j.last[other] == 0 || applied >= j.last[other]) {
-				j.switchFile()
+			if other := 1 - j.cur; j.pos >= b.opts.JournalRewindBytes {
+				if j.last[other] == 0 || applied >= j.last[other] {
+					j.switchFile()
+				} else {
+					// The switch waits for bbolt to hold the other file:
+					// wake the applier rather than let the file grow
+					// through its ApplyInterval pause.
+					select {
+					case b.hurry <- struct{}{}:
+					default:
+					}
+				}
 			}
 			return nil
 		}

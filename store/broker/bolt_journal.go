@@ -50,10 +50,12 @@ import (
 // The journal is two files, JournalPath and JournalPath+".1", each with
 // its own header and chain of frames. The writer appends to one; once that
 // has passed JournalRewindBytes and bbolt holds everything in the other
-// (written a whole file ago, so long applied), it switches to the other
-// and writes it again from its header. So neither file grows past a few
-// MiB and the writer never waits for the applier to catch up (only
-// MaxPendingBytes stops it). Replay applies the two files' chains oldest
+// (usually long applied: it was written a whole file ago; if not, the
+// applier is hurried and the current file grows until it is), it switches
+// to the other and writes it again from its header. So a file stays near
+// JournalRewindBytes while the applier keeps up, and grows by at most
+// MaxPendingBytes when it does not; the writer never waits for the applier
+// (only MaxPendingBytes stops it). Replay applies the two files' chains oldest
 // first (sequence numbers only increase within a run, and a chain from an
 // earlier run was applied when the broker last opened).
 

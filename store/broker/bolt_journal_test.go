@@ -90,6 +90,10 @@ func TestBoltJournalRewinds(t *testing.T) {
 	b := e.open()
 	for i := range 200 {
 		is.NoErr(b.Publish(t.Context(), msgs("r", fmt.Sprintf("m%03d", i))...))
+		// Each publish is applied before the next, so the writer finds the
+		// other file applied whenever the current one is full, however fast
+		// the disk syncs (the applier paces itself by ApplyInterval).
+		waitUntil(t, "applied", func() bool { return inBolt(t, e.db, "r") == i+1 })
 	}
 	is.True(b.j.rewinds > 2)
 	for _, name := range journalFiles(opts.JournalPath) {

@@ -197,9 +197,9 @@ steps:
 // TestFlushRefusedInStart: the inline echo of a new run's first step
 // answers an output its schema refuses, in the run's start transaction,
 // where the run's row is not stored yet: the start flushes the row first,
-// then notes the refusal (its line names the run by the row's key). The
-// run starts, its step stays running, and its log ends with the refusal
-// at the started event's seq.
+// then notes the refusal (its line names the run by the row's key) at the
+// started event's seq. The refusal then fails the step (task_failed with
+// PF-VALIDATION), which suspends the run on an incident.
 func TestFlushRefusedInStart(t *testing.T) {
 	t.Parallel()
 	is := is.New(t)
@@ -211,22 +211,25 @@ func TestFlushRefusedInStart(t *testing.T) {
 	act := h.mustActivate(E, op, map[string]any{"published_version_id": wf}, "mismatch-activation", "").ID
 
 	run := h.mustStartRun(op, map[string]any{"activation_id": act}, "flush-mismatch")
-	is.Equal(run.Status, "running")
+	// The refused output fails the step, which suspends the run on an
+	// incident: nobody else would complete a built-in step's task.
+	is.Equal(run.Status, "suspended")
 	logs := listAll[engine.LogEntry](h, op, E+"/runs/"+run.ID+"/logs", nil)
-	is.Equal(logTypes(logs), []string{"step_started", "event_refused"})
+	is.Equal(logTypes(logs), []string{"step_started", "event_refused", "run_suspended"})
 	refused := logs[1]
 	is.Equal(refused.Level, "warn")
-	is.True(refused.Seq != nil && *refused.Seq == run.AcceptedSequence)
-	is.Equal(*logs[0].Seq, run.AcceptedSequence)
+	is.True(refused.Seq != nil && *refused.Seq == *logs[0].Seq) // logged at the event it refused
 	is.Equal(refused.NodeID, nil)
 	is.Equal(string(refused.Data), "null")
 	is.True(strings.HasPrefix(refused.Message, "task_completed refused: "))
 	is.True(strings.Contains(refused.Message, "PF-VALIDATION"))
 	hist := h.runHistory(op, run.ID)
-	is.Equal(historyKinds(hist), []string{"started"})
-	is.Equal(hist[0].Seq, run.AcceptedSequence)
-	var cur engine.Run
-	h.must(200, h.get(E+"/runs/"+run.ID, op), &cur)
-	is.Equal(cur.Status, "running")
-	is.Equal(cur.AcceptedSequence, run.AcceptedSequence)
+	is.Equal(historyKinds(hist), []string{"started", "task_failed"})
+	is.Equal(hist[1].Seq, run.AcceptedSequence)
+	var incs []engine.Incident
+	h.must(200, h.get(E+"/runs/"+run.ID+"/incidents", op), &incs)
+	is.Equal(len(incs), 1)
+	is.Equal(incs[0].Status, "active")
+	is.True(incs[0].Error != nil && incs[0].Error.Code == "PF-VALIDATION")
+	is.True(strings.Contains(incs[0].Error.Message, "output schema"))
 }

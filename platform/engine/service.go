@@ -609,6 +609,19 @@ func (s *Service) step1(ctx context.Context, tx *sql.Tx, id string, c *runCursor
 		if ok {
 			return true, nil
 		}
+		if e.Kind == kernel.EventTaskCompleted && kernel.ErrorCode(err) == kernel.CodeValidation {
+			// A built-in step's output that its contract refuses fails the
+			// step (docs/platform-api.md: a schema failure is a failure):
+			// no one else would ever complete the task.
+			f := kernel.Event{Kind: kernel.EventTaskFailed, TaskID: e.TaskID,
+				Error: &kernel.TaskError{Code: kernel.CodeValidation, Message: err.Error()}}
+			if _, stored, err := s.applyEvent(ctx, tx, r, p, f, c); err == nil {
+				c.flagged = stored
+				return true, nil
+			} else if kernel.ErrorCode(err) == "" {
+				return false, err
+			}
+		}
 		return false, clearWork(ctx, tx, id, r.State.Seq)
 	}
 	return true, nil

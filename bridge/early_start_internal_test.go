@@ -94,4 +94,16 @@ func TestEarlyStartThatReadOtherInputRunsTheTurnAgain(t *testing.T) {
 	if results != 1 {
 		t.Fatalf("%d agent results recorded, want 1", results)
 	}
+	// The killed agent printed a session line and its child's line
+	// (#hang): neither is in the audit, only the rerun's session.
+	var sessions, children int
+	if err := db.Reader().QueryRowContext(ctx, `SELECT
+		(SELECT COUNT(*) FROM bridge_audit WHERE job_id = ?1 AND kind = 'agent.session'),
+		(SELECT COUNT(*) FROM bridge_audit WHERE job_id = ?1 AND (payload LIKE '%fake_child%' OR payload LIKE '%fake.child%'))`,
+		nj.ID).Scan(&sessions, &children); err != nil {
+		t.Fatal(err)
+	}
+	if sessions != 1 || children != 0 {
+		t.Fatalf("audit holds %d sessions and %d child lines, want 1 and 0 (the killed agent's turn leaked)", sessions, children)
+	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentbridge/bridge/platform/engine"
 	"github.com/agentbridge/bridge/platform/file"
+	"github.com/agentbridge/bridge/platform/kernel"
 )
 
 // Tests of the paths where the engine writes a run advanced by one
@@ -199,7 +200,7 @@ steps:
 // where the run's row is not stored yet: the start flushes the row first,
 // then notes the refusal (its line names the run by the row's key) at the
 // started event's seq. The refusal then fails the step (task_failed with
-// PF-VALIDATION), which suspends the run on an incident.
+// OUTPUT_INVALID), which suspends the run on a PF-TASK-FAILED incident.
 func TestFlushRefusedInStart(t *testing.T) {
 	t.Parallel()
 	is := is.New(t)
@@ -230,6 +231,7 @@ func TestFlushRefusedInStart(t *testing.T) {
 	h.must(200, h.get(E+"/runs/"+run.ID+"/incidents", op), &incs)
 	is.Equal(len(incs), 1)
 	is.Equal(incs[0].Status, "active")
-	is.True(incs[0].Error != nil && incs[0].Error.Code == "PF-VALIDATION")
-	is.True(strings.Contains(incs[0].Error.Message, "output schema"))
+	is.Equal(incs[0].Code, "PF-TASK-FAILED")
+	is.True(incs[0].Error != nil)
+	is.Equal(*incs[0].Error, kernel.TaskError{Code: "OUTPUT_INVALID", Message: "the output does not match the output schema"})
 }

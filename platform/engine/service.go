@@ -610,15 +610,24 @@ func (s *Service) step1(ctx context.Context, tx *sql.Tx, id string, c *runCursor
 			return true, nil
 		}
 		if e.Kind == kernel.EventTaskCompleted && kernel.ErrorCode(err) == kernel.CodeValidation {
-			// A built-in step's output that its contract refuses fails the
-			// step (docs/platform-api.md: a schema failure is a failure):
-			// no one else would ever complete the task.
+			// A built-in step's output that its schema refuses fails the
+			// task with OUTPUT_INVALID, not retried, as the http adapter's
+			// does (docs/platform-api.md, "Executors"): no one else would
+			// ever complete it. The message names no value (the output may
+			// hold secrets); the event_refused line above says why.
 			f := kernel.Event{Kind: kernel.EventTaskFailed, TaskID: e.TaskID,
-				Error: &kernel.TaskError{Code: kernel.CodeValidation, Message: err.Error()}}
-			if _, stored, err := s.applyEvent(ctx, tx, r, p, f, c); err == nil {
+				Error: &kernel.TaskError{Code: kernel.ErrCodeOutputInvalid, Message: "the output does not match the output schema"}}
+			_, stored, ferr := s.applyEvent(ctx, tx, r, p, f, c)
+			if ferr == nil {
 				c.flagged = stored
 				return true, nil
-			} else if kernel.ErrorCode(err) == "" {
+			}
+			if kernel.ErrorCode(ferr) == "" {
+				return false, ferr
+			}
+			s.log.Warn("engine: the failure of a refused output was refused too", "run", id, "task", e.TaskID, "err", ferr)
+			if err := writeLog(ctx, tx, id, logLine{At: s.timestamp(), Seq: r.State.Seq, Level: "warn", Type: "event_refused",
+				Message: fmt.Sprintf("%s refused: %v", f.Kind, ferr)}); err != nil {
 				return false, err
 			}
 		}

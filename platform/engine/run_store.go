@@ -180,15 +180,10 @@ func (s *Service) encodeEvent(id string, e kernel.Event, effects []kernel.Effect
 	return eventEntry{seq: e.Seq, kind: string(e.Kind), payload: payload, records: string(compactRecords(records, e.Seq, e.At, eventID)), at: e.At}, nil
 }
 
-// insertEvents appends events of run id in tx, eventRowsPerInsert rows a
-// statement (one statement for a run's usual events; SQLite refuses a
-// statement with more than 32,766 variables).
-func insertEvents(ctx context.Context, tx *sql.Tx, id string, events []eventEntry) error {
-	return insertKeyedEvents(ctx, tx, id, 0, events)
-}
-
-// insertKeyedEvents is insertEvents with the run's run_key if known
-// (runRow.Key), else 0.
+// insertKeyedEvents appends events of run id in tx, eventRowsPerInsert
+// rows a statement (one statement for a run's usual events; SQLite
+// refuses a statement with more than 32,766 variables), naming the run by
+// key, its run_key if known (runRow.Key), else 0 (looked up by id).
 func insertKeyedEvents(ctx context.Context, tx *sql.Tx, id string, key int64, events []eventEntry) error {
 	row, ref := `(`+runKeyExpr(key)+`, ?, ?, ?, ?, ?)`, runKeyArg(id, key)
 	for len(events) > 0 {

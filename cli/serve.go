@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -90,7 +91,10 @@ owner.token (mode 0600). Ctrl-C (SIGINT) or SIGTERM drains and exits 0.`,
 			}
 			st := d.State()
 			fmt.Fprintf(a.out, "bridge %s serving\n  bridge API:   %s\n  services API: %s\n  data dir:     %s\n", a.build.Version, st.BridgeURL, st.ServicesURL, st.DataDir)
-			if tenant, project, env, ok := a.daemon.LocalWorkspace(cmd.Context(), d); ok {
+			// The banner is read even when a signal already arrived: the
+			// stores stay open until Wait, and a started daemon always says
+			// which workspace it serves.
+			if tenant, project, env, ok := a.daemon.LocalWorkspace(context.WithoutCancel(cmd.Context()), d); ok {
 				fmt.Fprintf(a.out, "  local workspace (yours; see 'bridge platform identity'):\n    tenant:       %s\n    project:      %s\n    environment:  %s\n",
 					tenant, project, env)
 			}

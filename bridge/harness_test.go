@@ -52,7 +52,13 @@ func newEnv(t testing.TB, opts ...envOpt) *env {
 func newEnvIn(t testing.TB, dir string, opts ...envOpt) *env {
 	t.Helper()
 	e := &env{t: t, dir: dir}
-	e.claude, e.codex = providertest.BuildFakeAgent(t, t.TempDir())
+	// The agents' links live in the data directory: a crash child, which is
+	// SIGKILLed, would leave a temporary directory of its own behind.
+	binDir, err := os.MkdirTemp(dir, "agents-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.claude, e.codex = providertest.BuildFakeAgent(t, binDir)
 	var c envConfig
 	for _, o := range opts {
 		o(&c)

@@ -236,12 +236,15 @@ func Start(ctx context.Context, opts Options) (_ *Daemon, err error) {
 		StartedAt:    time.Now().UTC().Truncate(time.Second),
 		DataDir:      dir,
 	}
+	// Ready before daemon.json appears and before anything is served: a
+	// client that finds daemon.json never meets a 503 from /health/ready
+	// (the bound listeners hold its connection until serve runs).
+	d.setReady(true)
 	if err := writeState(filepath.Join(dir, DaemonFile), d.state); err != nil {
 		return nil, err
 	}
 	d.serve(d.bridgeSrv, shapedListener{Listener: d.bridgeLn, shape: bridgeShape, maxHeaderKiB: maxHeaderBytes >> 10})
 	d.serve(d.servicesSrv, shapedListener{Listener: d.servicesLn, shape: servicesShape, maxHeaderKiB: maxHeaderBytes >> 10})
-	d.setReady(true)
 	d.log.Info("bridge daemon started", "bridge", d.state.BridgeURL, "services", d.state.ServicesURL, "data_dir", dir, "version", opts.Build.Version)
 	return d, nil
 }

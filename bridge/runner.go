@@ -498,15 +498,31 @@ func watchdog(ctx context.Context, cancel context.CancelCauseFunc, last *atomic.
 }
 
 func (s *Service) requeueMessage(job Job, recorded []recordFn) {
-	err := s.write(context.Background(), func(tx *sql.Tx, ev *pending) error {
-		if err := s.recordEach(tx, ev, job.ID, recorded); err != nil {
-			return err
-		}
+	err := s.endTurn(context.Background(), job.ID, recorded, func(tx *sql.Tx, _ *pending) error {
 		return undeliverLastMessage(tx, job)
 	})
 	if err != nil {
 		s.log.Error("requeue message", "job", job.ID, "err", err)
 	}
+}
+
+// endTurn runs a turn's last recorded writes and then end, in one
+// transaction; end has a savepoint of its own, so when it fails what the
+// agent said is still committed.
+func (s *Service) endTurn(ctx context.Context, jobID string, recorded []recordFn, end recordFn) error {
+	var endErr error
+	err := s.write(ctx, func(tx *sql.Tx, ev *pending) error {
+		if err := s.recordEach(tx, ev, jobID, recorded); err != nil {
+			return err
+		}
+		var lost error
+		endErr, lost = inSavepoint(tx, ev, end)
+		return lost
+	})
+	if err == nil {
+		err = endErr
+	}
+	return err
 }
 
 // finishTurn records a turn's outcome, in the same transaction as the
@@ -516,22 +532,11 @@ func (s *Service) requeueMessage(job Job, recorded []recordFn) {
 func (s *Service) finishTurn(job Job, act Action, jobErr *JobError, text string, recorded []recordFn) {
 	ctx := context.Background()
 	var final Job
-	var outcomeErr error
-	err := s.write(ctx, func(tx *sql.Tx, ev *pending) error {
-		if err := s.recordEach(tx, ev, job.ID, recorded); err != nil {
-			return err
-		}
-		var lost error
-		outcomeErr, lost = inSavepoint(tx, ev, func(tx *sql.Tx, ev *pending) error {
-			var err error
-			final, err = s.saveOutcome(ctx, tx, ev, job, act, jobErr, text)
-			return err
-		})
-		return lost
+	err := s.endTurn(ctx, job.ID, recorded, func(tx *sql.Tx, ev *pending) error {
+		var err error
+		final, err = s.saveOutcome(ctx, tx, ev, job, act, jobErr, text)
+		return err
 	})
-	if err == nil {
-		err = outcomeErr
-	}
 	if err != nil {
 		s.log.Error("record turn outcome", "job", job.ID, "err", err)
 		return

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -21,8 +22,13 @@ import (
 // run executes the CLI in-process and returns exit code, stdout and stderr.
 func run(ctx context.Context, args ...string) (int, string, string) {
 	var out, errw bytes.Buffer
-	code := ExecuteWith(ctx, local.Side{}, Build{Version: "1.2.3", Commit: "abc", Date: "2026-11-22"}, args, &out, &errw)
+	code := runTo(ctx, &out, &errw, args...)
 	return code, out.String(), errw.String()
+}
+
+// runTo runs a command writing to stdout and stderr.
+func runTo(ctx context.Context, stdout, stderr io.Writer, args ...string) int {
+	return ExecuteWith(ctx, local.Side{}, Build{Version: "1.2.3", Commit: "abc", Date: "2026-11-22"}, args, stdout, stderr)
 }
 
 func TestInitWritesOnceUnlessForced(t *testing.T) {

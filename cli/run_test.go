@@ -55,6 +55,27 @@ func (d *daemonCLI) okJSON(out any, args ...string) {
 	}
 }
 
+// runUntil runs a command and interrupts it, as Ctrl-C would, once its
+// stdout (stderr with onStderr) contains marker; after 30 s without it the
+// command is interrupted anyway, and the test's assertions on what it
+// printed fail.
+func (d *daemonCLI) runUntil(marker string, onStderr bool, args ...string) (int, string, string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, errw := &syncBuffer{}, &syncBuffer{}
+	watched := out
+	if onStderr {
+		watched = errw
+	}
+	watched.onWrite = func(text string) {
+		if strings.Contains(text, marker) {
+			cancel()
+		}
+	}
+	code := runTo(ctx, out, errw, append(args, "--data-dir", d.dir)...)
+	return code, out.String(), errw.String()
+}
+
 // writeDefs writes sources to files in a temporary directory, in order.
 func writeDefs(t *testing.T, sources ...string) []string {
 	t.Helper()
@@ -193,14 +214,12 @@ func TestWorkflowPublishActivateAndRun(t *testing.T) {
 	// Pause, resume and cancel a waiting run.
 	long := d.startJSON("--set", "mode=wait", "--set", "pause=1h")
 	// Ctrl-C stops following (exit 0) and waiting (exit 1); the run goes on.
-	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
-	code, out, _ = run(ctx, "run", "logs", long.ID, "--follow", "--data-dir", d.dir)
-	cancel()
+	// The interrupt comes once the command has shown it follows or waits
+	// (not after a fixed time, which a slow machine may spend connecting).
+	code, out, _ = d.runUntil(" INFO  pause step started", false, "run", "logs", long.ID, "--follow")
 	is.Equal(code, 0)
 	is.True(strings.Contains(out, " INFO  pause step started"))
-	ctx, cancel = context.WithTimeout(context.Background(), 700*time.Millisecond)
-	code, _, errw = run(ctx, "run", "start", "acme/flow", "--set", "mode=wait", "--set", "pause=1h", "--wait", "--data-dir", d.dir)
-	cancel()
+	code, _, errw = d.runUntil("Started run ", true, "run", "start", "acme/flow", "--set", "mode=wait", "--set", "pause=1h", "--wait")
 	is.Equal(code, ExitError)
 	is.True(strings.Contains(errw, "stopped waiting: run "))
 	is.True(strings.Contains(errw, "is still waiting"))

@@ -21,9 +21,12 @@ func ensureDir(dir string) error {
 	return nil
 }
 
-// probeHealth asks a services listener whether it is ready.
+// probeHealth asks a services listener whether it is ready. A stopped
+// daemon's port refuses at once; the timeout only bounds a daemon that
+// accepts but does not answer, and is long enough for a busy daemon not to
+// be taken for a stopped one (which would let migrate run beside it).
 func probeHealth(ctx context.Context, servicesURL string) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	resp, err := client.New(servicesURL, "", nil).Send(ctx, http.MethodGet, "/health/ready", nil, nil)
 	if err != nil {

@@ -126,15 +126,22 @@ func runWebhooks(ctx context.Context, dir string, args ...string) (stdout, stder
 	return out.String(), errw.String(), err
 }
 
+// syncBuffer is a buffer safe for concurrent writers and readers; onWrite,
+// when set, sees the whole text after each write.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	onWrite func(text string)
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.b.Write(p)
+	n, err := s.b.Write(p)
+	if s.onWrite != nil {
+		s.onWrite(s.b.String())
+	}
+	return n, err
 }
 func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 

@@ -170,7 +170,7 @@ func TestRevocationEndsChatWaiter(t *testing.T) {
 	select {
 	case r := <-result:
 		is.True(strings.Contains(string(r.Body), `"code":"token_revoked"`)) // the stream says why it ends
-	case <-time.After(2 * time.Second):
+	case <-time.After(10 * time.Second):
 		t.Fatal("chat waiter still open after revocation")
 	}
 	e.waitState(e.owner, id, "cancelled") // no waiter remains: its job is cancelled

@@ -24,7 +24,7 @@ func TestEventsStreamAndResume(t *testing.T) {
 	otherStream, _ := e.stream(other)
 
 	id := e.submit(tok, map[string]any{"prompt": "#transcript:tools", "profile": "claude"})
-	created := s.next(t, 5*time.Second, func(ev sseEvent) bool { return ev.Event == "job.created" })
+	created := s.next(t, 20*time.Second, func(ev sseEvent) bool { return ev.Event == "job.created" })
 	var env struct {
 		Type  string          `json:"type"`
 		JobID string          `json:"jobId"`
@@ -33,9 +33,9 @@ func TestEventsStreamAndResume(t *testing.T) {
 	is.NoErr(json.Unmarshal([]byte(created.Data), &env))
 	is.Equal(env.JobID, id)
 	is.Equal(env.Type, "job.created")
-	tool := s.next(t, 5*time.Second, func(ev sseEvent) bool { return ev.Event == "tool.started" })
+	tool := s.next(t, 20*time.Second, func(ev sseEvent) bool { return ev.Event == "tool.started" })
 	is.True(strings.Contains(tool.Data, `"Read"`))
-	done := s.next(t, 5*time.Second, func(ev sseEvent) bool {
+	done := s.next(t, 20*time.Second, func(ev sseEvent) bool {
 		return ev.Event == "job.updated" && strings.Contains(ev.Data, `"state":"succeeded"`)
 	})
 	doneID, err := strconv.Atoi(done.ID)
@@ -51,10 +51,10 @@ func TestEventsStreamAndResume(t *testing.T) {
 	// Resume exactly after an id.
 	createdID, _ := strconv.Atoi(created.ID)
 	resumed, _ := e.stream(tok, "Last-Event-ID", created.ID)
-	first := resumed.next(t, 5*time.Second, func(sseEvent) bool { return true })
+	first := resumed.next(t, 20*time.Second, func(sseEvent) bool { return true })
 	firstID, _ := strconv.Atoi(first.ID)
 	is.True(firstID > createdID)
-	last := resumed.next(t, 5*time.Second, func(ev sseEvent) bool { return ev.ID == done.ID })
+	last := resumed.next(t, 20*time.Second, func(ev sseEvent) bool { return ev.ID == done.ID })
 	is.Equal(last.Data, done.Data)
 	_ = doneID
 
@@ -76,11 +76,14 @@ func TestEventsExpiredCursor(t *testing.T) {
 	for i := 0; i < 40; i++ { // each job appends several events
 		e.submit(tok, map[string]any{"prompt": fmt.Sprint("n", i)})
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
 		st := e.do("GET", "/v1/bridge/status", tok, nil).json(t)
 		if st["events"].(map[string]any)["oldest"].(float64) > 2 {
 			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("event 1 still retained after 30 s: %v", st["events"])
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

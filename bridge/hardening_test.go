@@ -193,7 +193,7 @@ func TestLastEventIDAheadOfNewest(t *testing.T) {
 	e.finished(tok, "x")
 	// Events are published just after their commit: wait for the first.
 	var newest uint64
-	for end := time.Now().Add(5 * time.Second); newest == 0 && time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+	for end := time.Now().Add(20 * time.Second); newest == 0 && time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
 		newest = uint64(e.do("GET", "/v1/bridge/status", tok, nil).json(t)["events"].(map[string]any)["newest"].(float64))
 	}
 	is.True(newest > 0)
@@ -206,7 +206,7 @@ func TestLastEventIDAheadOfNewest(t *testing.T) {
 	s, r := e.stream(tok, "Last-Event-ID", fmt.Sprint(newest))
 	is.Equal(r.Status, 200)
 	e.submit(tok, map[string]any{"prompt": "y"})
-	ev := s.next(t, 5*time.Second, func(ev sseEvent) bool { return ev.ID != "" })
+	ev := s.next(t, 20*time.Second, func(ev sseEvent) bool { return ev.ID != "" })
 	is.Equal(ev.ID, fmt.Sprint(newest+1))
 }
 
@@ -226,7 +226,7 @@ func TestRevocationDuringCompletionAnswers401(t *testing.T) {
 		is.Equal(r.Status, 401)
 		is.Equal(r.code(), "token_revoked")
 		is.True(strings.Contains(string(r.Body), `"type":"authentication_error"`))
-	case <-time.After(5 * time.Second):
+	case <-time.After(10 * time.Second):
 		t.Fatal("completion still waiting after revocation")
 	}
 	e.waitState(e.owner, id, "cancelled")

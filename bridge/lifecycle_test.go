@@ -80,7 +80,16 @@ func TestPauseRunningJobKeepsConversation(t *testing.T) {
 	tok := e.token("ide", "read,submit,control")
 	id := e.submit(tok, map[string]any{"prompt": "#slow:400 #transcript:tools", "profile": "claude"})
 	e.waitState(tok, id, "running")
-	time.Sleep(500 * time.Millisecond) // the session line arrived
+	// Paused once the session line arrived, so that resuming continues
+	// that session.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if sid, _ := e.do("GET", "/v1/bridge/jobs/"+id, tok, nil).json(t)["sessionId"].(string); sid != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the job's session line did not arrive")
+		}
+	}
 	r := e.do("POST", "/v1/bridge/jobs/"+id+"/pause", tok, "{}")
 	is.Equal(r.Status, 200)
 	time.Sleep(200 * time.Millisecond)
@@ -133,7 +142,9 @@ func TestMessagesContinueConversation(t *testing.T) {
 
 func TestAgentFailures(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, withBridge("  inactivity-timeout: 400ms\n"))
+	// Only #hang waits for the inactivity timeout; the others must start
+	// and print within it.
+	e := newEnv(t, withBridge("  inactivity-timeout: 2s\n"))
 	tok := e.token("ide", "read,submit,control")
 	cases := []struct {
 		prompt, profile, state, code string
@@ -163,7 +174,8 @@ func TestJobTimeoutKillsProcessGroup(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("process groups")
 	}
-	e := newEnv(t, withBridge("  job-timeout: 1s\n"))
+	// The agent must start, fork its sleeper and report it within the timeout.
+	e := newEnv(t, withBridge("  job-timeout: 3s\n"))
 	is := is.New(t)
 	tok := e.token("ide", "read,submit,control")
 	id := e.submit(tok, map[string]any{"prompt": "#hang #ignore-term", "profile": "claude"})
@@ -173,7 +185,7 @@ func TestJobTimeoutKillsProcessGroup(t *testing.T) {
 	audit := e.do("GET", "/v1/bridge/jobs/"+id+"/audit?includePayloads=true", tok, nil).json(t)
 	pid := childPID(audit)
 	is.True(pid > 0)
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for processAlive(pid) && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -191,7 +203,7 @@ func TestCancelKillsProcessGroup(t *testing.T) {
 	id := e.submit(tok, map[string]any{"prompt": "#hang", "profile": "codex"})
 	e.waitState(tok, id, "running")
 	var pid int
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for pid == 0 && time.Now().Before(deadline) {
 		pid = childPID(e.do("GET", "/v1/bridge/jobs/"+id+"/audit?includePayloads=true", tok, nil).json(t))
 		time.Sleep(20 * time.Millisecond)
@@ -199,7 +211,7 @@ func TestCancelKillsProcessGroup(t *testing.T) {
 	is.True(pid > 0)
 	is.True(processAlive(pid))
 	is.Equal(e.do("POST", "/v1/bridge/jobs/"+id+"/cancel", tok, "{}").Status, 200)
-	deadline = time.Now().Add(5 * time.Second)
+	deadline = time.Now().Add(20 * time.Second)
 	for processAlive(pid) && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -176,14 +176,14 @@ func TestRevocation(t *testing.T) {
 	is.Equal(e.do("GET", "/v1/bridge/status", tok, nil).Status, 401)
 	is.Equal(e.do("GET", "/v1/bridge/status", other, nil).Status, 200) // others unaffected
 
-	// The open stream closes within a second.
-	deadline := time.After(time.Second)
+	// The open stream closes (at once; the bound only ends a broken test).
+	deadline := time.After(10 * time.Second)
 	for open := true; open; {
 		select {
 		case _, ok := <-stream.events:
 			open = ok
 		case <-deadline:
-			t.Fatal("stream still open a second after revocation")
+			t.Fatal("stream still open 10 s after revocation")
 		}
 	}
 	// Background jobs stay; a new token for the same client sees them.
@@ -208,7 +208,7 @@ func TestRevocationInDatabaseClosesStreams(t *testing.T) {
 		_, err := tx.Exec(`UPDATE bridge_tokens SET revoked_at = '2026-01-01T00:00:00Z' WHERE client_id = 'ide'`)
 		return err
 	}))
-	deadline := time.After(1500 * time.Millisecond)
+	deadline := time.After(10 * time.Second) // the watcher sweeps every 500 ms
 	for open := true; open; {
 		select {
 		case _, ok := <-stream.events:

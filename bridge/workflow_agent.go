@@ -114,6 +114,13 @@ func (a *WorkflowAgents) RunAgent(ctx context.Context, t engine.AgentTask) (engi
 	}
 	id, err := a.submit(ctx, t, profile, prompt)
 	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) && (s.ctx == nil || s.ctx.Err() == nil) {
+			// The deadline passed before the job was recorded (a failed
+			// submit commits nothing): the step timed out, as it would
+			// have a moment later while its job ran.
+			return engine.AgentResult{Status: string(StateCancelled), Code: "AGENT_TIMEOUT",
+				Message: "the agent step's deadline passed before its job was submitted"}, nil
+		}
 		return engine.AgentResult{}, err
 	}
 	job, err := a.wait(ctx, id)

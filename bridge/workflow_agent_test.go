@@ -213,13 +213,28 @@ func TestWorkflowAgentFailures(t *testing.T) {
 	t.Run("the deadline cancels the job", func(t *testing.T) {
 		is := is.New(t)
 		task := agentTask("fake", "#hang", "")
-		deadline := time.Now().Add(300 * time.Millisecond)
+		// Long enough for the job to be submitted on a loaded machine (the
+		// agent hangs, so only the deadline ends it).
+		deadline := time.Now().Add(3 * time.Second)
 		task.Deadline = &deadline
 		res := runAgent(t, svc.WorkflowAgents(nil), task)
 		is.Equal(res.Status, "cancelled")
 		is.Equal(res.Code, "AGENT_TIMEOUT")
 		job := e.waitState(platform, res.JobID, "cancelled")
 		is.Equal(job["state"], "cancelled")
+	})
+	t.Run("a deadline passed before the submit is a timeout", func(t *testing.T) {
+		is := is.New(t)
+		task := agentTask("fake", "#hang", "")
+		deadline := time.Now().Add(-time.Second)
+		task.Deadline = &deadline
+		res := runAgent(t, svc.WorkflowAgents(nil), task)
+		is.Equal(res.Status, "cancelled")
+		is.Equal(res.Code, "AGENT_TIMEOUT")
+		is.Equal(res.JobID, "")
+		for _, j := range e.do("GET", "/v1/bridge/jobs?order=desc", platform, nil).json(t)["jobs"].([]any) {
+			is.True(j.(map[string]any)["metadata"].(map[string]any)["operationKey"] != task.OperationKey) // no job was created
+		}
 	})
 	t.Run("a cancelled step cancels the job", func(t *testing.T) {
 		is := is.New(t)

@@ -138,9 +138,9 @@ func TestAgentToolCallSurvivesSIGKILL(t *testing.T) {
 	run := e.waitRun(app, runID, "suspended")
 	// The run is suspended by the first unknown outcome recorded; the
 	// other is recorded by a later write, so the history is read until it
-	// holds both (or for 10 s).
+	// holds both (or for 30 s).
 	var hist string
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		hist = asJSON(t, e.must(200, e.do("GET", e.projectURL()+"/environments/"+e.ws.EnvironmentID+"/runs/"+run["platformRunId"].(string)+"/history",
 			e.operator(), nil)))
 		if strings.Count(hist, `"kind":"task_outcome_unknown","records"`) >= 2 || time.Now().After(deadline) {

@@ -137,9 +137,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// testConfig keeps timeouts short so failure paths stay fast.
+// testConfig keeps the kill grace short so failure paths stay fast. The
+// exit grace is long: an agent descheduled between its result and its exit
+// would otherwise be terminated and change the exit code the tests assert
+// (TestRunLingeringAgentIsStoppedAfterResult sets its own).
 func testConfig(path string) Config {
-	return Config{Path: path, KillGrace: 300 * time.Millisecond, ExitGrace: 300 * time.Millisecond}
+	return Config{Path: path, KillGrace: 300 * time.Millisecond, ExitGrace: 5 * time.Second}
 }
 
 func mustValidRaw(t *testing.T, evs []Event) {

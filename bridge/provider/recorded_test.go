@@ -77,7 +77,9 @@ func TestNoStallWhileProgressing(t *testing.T) {
 		// answer being written).
 		{"single retry", "#slow:450 #transcript:subagent", 300 * time.Millisecond},
 		// Two retries, progress, two more: the clock restarts at progress.
-		{"progress between retries", "#slow:300 #transcript:retries", time.Second},
+		// Each spell of retries lasts two lines (1 s), under the limit;
+		// from the first retry to the end (3 s) is over it.
+		{"progress between retries", "#slow:500 #transcript:retries", 2 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			is := is.New(t)

@@ -88,7 +88,7 @@ func TestCancelKillsProcessGroup(t *testing.T) {
 				if elapsed > 5*time.Second {
 					t.Errorf("cancel took %v", elapsed)
 				}
-				deadline := time.Now().Add(2 * time.Second)
+				deadline := time.Now().Add(10 * time.Second)
 				for !processGone(pid) {
 					if time.Now().After(deadline) {
 						_ = syscall.Kill(pid, syscall.SIGKILL)

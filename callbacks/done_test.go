@@ -86,7 +86,7 @@ func TestDoneWhen(t *testing.T) {
 		t.Fatal("the webhook was not delivered")
 	}
 	var page PaginationResponse[Execution]
-	waitFor(t, 5*time.Second, "the execution", func() bool {
+	waitFor(t, 15*time.Second, "the execution", func() bool {
 		h.must(200, "POST", pathExecutions+"/filter", `{"filters":[{"field":"eventType","operator":"eq","value":"push"}]}`, &page)
 		return page.TotalElements == 1 && page.Content[0].State == StateSucceeded
 	})

@@ -56,7 +56,7 @@ func TestEndToEndSignedDelivery(t *testing.T) {
 	is.Equal(d.header.Get("Content-Type"), "application/json")
 
 	var ex []Execution
-	waitFor(t, 5*time.Second, "a SUCCEEDED execution", func() bool {
+	waitFor(t, 15*time.Second, "a SUCCEEDED execution", func() bool {
 		ex = h.executions(eqFilter("configurationId", cfg.ID))
 		return len(ex) == 1 && ex[0].State == StateSucceeded
 	})
@@ -153,7 +153,7 @@ func TestNonRetryableAndGone(t *testing.T) {
 	h.createSub(map[string]any{"name": "all"})
 
 	h.publish("t1", "a", "", `{}`)
-	waitFor(t, 5*time.Second, "FAILED_PERMANENT", func() bool {
+	waitFor(t, 15*time.Second, "FAILED_PERMANENT", func() bool {
 		ex := h.executions(eqFilter("configurationId", cfg.ID))
 		return len(ex) == 1 && ex[0].State == StateFailedPermanent
 	})
@@ -161,7 +161,7 @@ func TestNonRetryableAndGone(t *testing.T) {
 
 	status.Store(410)
 	h.publish("t1", "b", "", `{}`)
-	waitFor(t, 5*time.Second, "the configuration disabled", func() bool {
+	waitFor(t, 15*time.Second, "the configuration disabled", func() bool {
 		var c Configuration
 		h.must(200, "GET", pathConfigs+"/"+cfg.ID, nil, &c)
 		return c.Status == StatusDisabled && strings.Contains(c.StatusReason, "410")
@@ -170,7 +170,7 @@ func TestNonRetryableAndGone(t *testing.T) {
 	is.Equal(len(ex), 1)
 	is.Equal(ex[0].Error.Code, ErrCodeGone)
 	// The operational event went through the broker to the ops configuration.
-	waitFor(t, 5*time.Second, "the operational event", func() bool {
+	waitFor(t, 15*time.Second, "the operational event", func() bool {
 		ex := h.executions(eqFilter("configurationId", ops.ID), eqFilter("eventType", OpsConfigurationDisabled))
 		return len(ex) == 1 && ex[0].State == StateSucceeded
 	})
@@ -202,7 +202,7 @@ func TestRedirectsNotFollowed(t *testing.T) {
 		"signatureEnabled": true, "secret": testSecret})
 	_, err := h.svc.Dispatch(t.Context(), cfg.ID, "x", uuid.NewString(), json.RawMessage(`{}`))
 	is.NoErr(err)
-	waitFor(t, 5*time.Second, "FAILED_PERMANENT", func() bool {
+	waitFor(t, 15*time.Second, "FAILED_PERMANENT", func() bool {
 		ex := h.executions(eqFilter("configurationId", cfg.ID))
 		return len(ex) == 1 && ex[0].State == StateFailedPermanent
 	})
@@ -228,7 +228,7 @@ func TestFollowRedirectsChecksEachHop(t *testing.T) {
 		"signatureEnabled": true, "secret": testSecret})
 	_, err := h.svc.Dispatch(t.Context(), cfg.ID, "x", uuid.NewString(), json.RawMessage(`{}`))
 	is.NoErr(err)
-	waitFor(t, 5*time.Second, "refused hop", func() bool {
+	waitFor(t, 15*time.Second, "refused hop", func() bool {
 		ex := h.executions(eqFilter("configurationId", cfg.ID))
 		return len(ex) == 1 && ex[0].State == StateFailedPermanent
 	})
@@ -238,7 +238,7 @@ func TestFollowRedirectsChecksEachHop(t *testing.T) {
 	h.authorize("localhost")
 	_, err = h.svc.Dispatch(t.Context(), cfg.ID, "x", uuid.NewString(), json.RawMessage(`{}`))
 	is.NoErr(err)
-	waitFor(t, 5*time.Second, "followed hop", func() bool { return target.count() == 1 })
+	waitFor(t, 15*time.Second, "followed hop", func() bool { return target.count() == 1 })
 	is.Equal(target.deliveries()[0].header.Get("X-Platform-Signature"), "") // not handed to another host
 }
 
@@ -257,7 +257,7 @@ func TestSSRFRefusedAtDialTime(t *testing.T) {
 		_, err := h.svc.Dispatch(t.Context(), c.ID, "x", uuid.NewString(), json.RawMessage(`{}`))
 		is.NoErr(err)
 	}
-	waitFor(t, 5*time.Second, "two refusals", func() bool {
+	waitFor(t, 15*time.Second, "two refusals", func() bool {
 		ex := h.executions(eqFilter("state", StateFailedPermanent))
 		return len(ex) == 2
 	})
@@ -276,9 +276,12 @@ func TestCircuitBreakerHoldsThenHalfOpens(t *testing.T) {
 	t.Parallel()
 	is := newIs(t)
 	h := newHarness(t, fastYAML, map[string]string{
-		"CALLBACK_CB_WINDOW_SIZE":     "10",
-		"CALLBACK_CB_MIN_CALLS":       "4",
-		"CALLBACK_CB_WAIT_DURATION":   "400",
+		"CALLBACK_CB_WINDOW_SIZE": "10",
+		"CALLBACK_CB_MIN_CALLS":   "4",
+		// Open for 3 s: the six dispatches below and the checks that they
+		// are held must all happen before the trial call, even on a loaded
+		// machine.
+		"CALLBACK_CB_WAIT_DURATION":   "3000",
 		"CALLBACK_RETRY_MAX_ATTEMPTS": "1",
 		"CALLBACK_DISPATCHER_THREADS": "1",
 	})
@@ -291,23 +294,25 @@ func TestCircuitBreakerHoldsThenHalfOpens(t *testing.T) {
 	})
 	h.authorize("127.0.0.1")
 	cfg := h.createConfig(map[string]any{"name": "flaky", "url": rc.URL, "subscribedEventTypes": []string{"x"}})
+	// Taken before the failures, so before the breaker opens: the release
+	// must come at least the open wait after it.
+	beforeOpen := time.Now()
 	for i := 0; i < 4; i++ {
 		_, err := h.svc.Dispatch(t.Context(), cfg.ID, "x", uuid.NewString(), json.RawMessage(`{}`))
 		is.NoErr(err)
 	}
-	waitFor(t, 5*time.Second, "4 failures", func() bool { return len(h.executions(eqFilter("state", StateFailedPermanent))) == 4 })
-	opened := time.Now()
+	waitFor(t, 15*time.Second, "4 failures", func() bool { return len(h.executions(eqFilter("state", StateFailedPermanent))) == 4 })
 	for i := 0; i < 6; i++ {
 		_, err := h.svc.Dispatch(t.Context(), cfg.ID, "x", uuid.NewString(), json.RawMessage(`{"later":`+strconv.Itoa(i)+`}`))
 		is.NoErr(err)
 	}
-	waitFor(t, 5*time.Second, "6 held", func() bool { return len(h.executions(eqFilter("state", StateHeld))) == 6 })
+	waitFor(t, 15*time.Second, "6 held", func() bool { return len(h.executions(eqFilter("state", StateHeld))) == 6 })
 	is.Equal(rc.count(), 4) // nothing sent while open
 	healthy.Store(true)
-	waitFor(t, 5*time.Second, "held deliveries released", func() bool {
+	waitFor(t, 15*time.Second, "held deliveries released", func() bool {
 		return len(h.executions(eqFilter("state", StateSucceeded))) == 6
 	})
-	is.True(time.Since(opened) >= 350*time.Millisecond) // not before the open wait
+	is.True(time.Since(beforeOpen) >= 3*time.Second) // not before the open wait
 	is.Equal(rc.count(), 10)
 	state, _ := h.svc.disp.lanes[cfg.ID].br.snapshot()
 	is.Equal(state, "CLOSED")
@@ -324,7 +329,7 @@ func TestBreakerTripsDisable(t *testing.T) {
 `, map[string]string{
 		"CALLBACK_CB_WINDOW_SIZE":     "2",
 		"CALLBACK_CB_MIN_CALLS":       "1",
-		"CALLBACK_CB_WAIT_DURATION":   "300", // the five dispatches below are made before the trial call
+		"CALLBACK_CB_WAIT_DURATION":   "2000", // the five dispatches below are made before the trial call, even on a loaded machine
 		"CALLBACK_RETRY_MAX_ATTEMPTS": "1",
 		"CALLBACK_DISPATCHER_THREADS": "1", // one call at a time: each outcome reaches the breaker before the next call
 	})
@@ -335,12 +340,12 @@ func TestBreakerTripsDisable(t *testing.T) {
 		_, err := h.svc.Dispatch(t.Context(), cfg.ID, "x", uuid.NewString(), json.RawMessage(`{}`))
 		is.NoErr(err)
 	}
-	waitFor(t, 5*time.Second, "disabled", func() bool {
+	waitFor(t, 15*time.Second, "disabled", func() bool {
 		var c Configuration
 		h.must(200, "GET", pathConfigs+"/"+cfg.ID, nil, &c)
 		return c.Status == StatusDisabled
 	})
-	waitFor(t, 5*time.Second, "nothing left open", func() bool {
+	waitFor(t, 15*time.Second, "nothing left open", func() bool {
 		return len(h.executions(eqFilter("state", StatePending)))+len(h.executions(eqFilter("state", StateHeld))) == 0
 	})
 	cancelled := h.executions(eqFilter("state", StateCancelled))

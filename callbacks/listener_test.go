@@ -25,7 +25,7 @@ func TestListenerDefaultsHonoured(t *testing.T) {
 	h.publish("orders.eu", "a", "", `{"n":1}`)
 	h.publish("audit", "b", "", `{"n":2}`)
 	h.publish("other", "c", "", `{"n":3}`)
-	waitFor(t, 5*time.Second, "two deliveries", func() bool { return rc.count() == 2 })
+	waitFor(t, 15*time.Second, "two deliveries", func() bool { return rc.count() == 2 })
 	time.Sleep(100 * time.Millisecond)
 	is.Equal(rc.count(), 2) // "other" is not a listener topic
 	got := map[string]bool{}

@@ -140,7 +140,7 @@ func TestResponsesMatchTheirSchemas(t *testing.T) {
 	check("EventSubscriptionPage", h.must(200, "GET", pathSubscriptions, nil, nil))
 
 	h.publish("t", "x", "", `{"hello":"world"}`)
-	waitFor(t, 5*time.Second, "two attempts", func() bool {
+	waitFor(t, 15*time.Second, "two attempts", func() bool {
 		ex := h.executions()
 		return len(ex) == 2 && ex[1].State == StateSucceeded
 	})

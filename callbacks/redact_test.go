@@ -45,7 +45,7 @@ func TestSecretsNeverLogged(t *testing.T) {
 		"signatureEnabled": true, "signatureScheme": SchemeStandardWebhooks, "secret": testSecret}, nil)
 	h.createSub(map[string]any{"name": "s", "topicOrQueue": "t"})
 	h.publish("t", "x", "", `{}`)
-	waitFor(t, 5*time.Second, "delivery", func() bool { return rc.count() == 1 })
+	waitFor(t, 15*time.Second, "delivery", func() bool { return rc.count() == 1 })
 	h.close()
 	is.True(!strings.Contains(buf.String(), testSecret))
 	is.True(strings.Contains(buf.String(), "callbacks: listening")) // the logger was in use

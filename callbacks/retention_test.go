@@ -30,11 +30,11 @@ func TestRetentionPrunes(t *testing.T) {
 	done, retrying := uuid.NewString(), uuid.NewString()
 	_, err := h.svc.Dispatch(t.Context(), cfg.ID, "x", done, json.RawMessage(`{}`))
 	is.NoErr(err)
-	waitFor(t, 5*time.Second, "success", func() bool { return len(h.executions(eqFilter("state", StateSucceeded))) == 1 })
+	waitFor(t, 15*time.Second, "success", func() bool { return len(h.executions(eqFilter("state", StateSucceeded))) == 1 })
 	fail.Store(true)
 	_, err = h.svc.Dispatch(t.Context(), cfg.ID, "x", retrying, json.RawMessage(`{}`))
 	is.NoErr(err)
-	waitFor(t, 5*time.Second, "a pending retry", func() bool { return len(h.executions(eqFilter("state", StatePending))) == 1 })
+	waitFor(t, 15*time.Second, "a pending retry", func() bool { return len(h.executions(eqFilter("state", StatePending))) == 1 })
 
 	// Age everything by two days.
 	old := time.Now().Add(-48 * time.Hour).UnixMilli()

@@ -125,7 +125,7 @@ func TestRetryAfterHonoured(t *testing.T) {
 	cfg := h.createConfig(map[string]any{"name": "c", "url": rc.URL, "subscribedEventTypes": []string{"x"}})
 	h.createSub(map[string]any{"name": "s", "topicOrQueue": "t"})
 	h.publish("t", "x", "", `{}`)
-	waitFor(t, 5*time.Second, "the retry", func() bool { return rc.count() == 2 })
+	waitFor(t, 15*time.Second, "the retry", func() bool { return rc.count() == 2 })
 	got := rc.deliveries()
 	gap := got[1].at.Sub(got[0].at)
 	is.True(gap >= 950*time.Millisecond) // backoff alone would be ≤ 5ms
@@ -149,11 +149,11 @@ func TestTimeoutsAreRetried(t *testing.T) {
 	})
 	h.authorize("127.0.0.1")
 	short := h.createConfig(map[string]any{"name": "short", "url": rc.URL, "subscribedEventTypes": []string{"x"}})
-	long := h.createConfig(map[string]any{"name": "long", "url": rc.URL, "subscribedEventTypes": []string{"y"}, "timeoutMs": 2000})
+	long := h.createConfig(map[string]any{"name": "long", "url": rc.URL, "subscribedEventTypes": []string{"y"}, "timeoutMs": 10000}) // far above the 300 ms answer, even on a loaded machine
 	h.createSub(map[string]any{"name": "s", "topicOrQueue": "t"})
 	h.publish("t", "x", "", `{}`)
 	h.publish("t", "y", "", `{}`)
-	waitFor(t, 5*time.Second, "short timed out twice", func() bool {
+	waitFor(t, 15*time.Second, "short timed out twice", func() bool {
 		ex := h.executions(eqFilter("configurationId", short.ID))
 		return len(ex) == 2 && ex[1].State == StateFailedPermanent
 	})
@@ -161,7 +161,7 @@ func TestTimeoutsAreRetried(t *testing.T) {
 		is.Equal(e.Error.Code, ErrCodeTimeout)
 		is.True(e.Response == nil)
 	}
-	waitFor(t, 5*time.Second, "long succeeded", func() bool {
+	waitFor(t, 15*time.Second, "long succeeded", func() bool {
 		ex := h.executions(eqFilter("configurationId", long.ID))
 		return len(ex) == 1 && ex[0].State == StateSucceeded
 	})

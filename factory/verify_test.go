@@ -133,7 +133,7 @@ func TestRunCheckTimeoutKillsGroup(t *testing.T) {
 	is := is.New(t)
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "child.pid")
-	c := PlannedCheck{Name: "slow", Command: shell("sleep 600 & echo $! > " + pidFile + "; echo started; wait"), TimeoutMS: 300}
+	c := PlannedCheck{Name: "slow", Command: shell("sleep 600 & echo $! > " + pidFile + "; echo started; wait"), TimeoutMS: 3000} // room to start the shell and write the pid file on a loaded -race run
 	res, err := runCheck(t.Context(), dir, filepath.Join(dir, "log"), os.Environ(), c, 1)
 	is.NoErr(err)
 	is.True(res.TimedOut)
@@ -142,7 +142,7 @@ func TestRunCheckTimeoutKillsGroup(t *testing.T) {
 	is.True(strings.Contains(res.Output, "timeout"))
 	pid := readPid(pidFile)
 	is.True(pid > 0)
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(15 * time.Second) // free when it passes; room for a loaded run
 	for time.Now().Before(deadline) && alive(pid) {
 		time.Sleep(20 * time.Millisecond)
 	}

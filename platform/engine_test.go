@@ -40,10 +40,11 @@ func (h *harness) mustStartRun(tok string, body any, key string) engine.Run {
 	return r
 }
 
-// waitRun polls a run until it has status (10 s at most).
+// waitRun polls a run until it has status (30 s at most: generous for a
+// loaded CI machine running -race, free when the run gets there).
 func (h *harness) waitRun(tok, id, status string) engine.Run {
 	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var r engine.Run
 		h.must(200, h.get(ePath(h)+"/runs/"+id, tok), &r)

@@ -81,7 +81,7 @@ func TestScheduleSurvivesSigkill(t *testing.T) {
 		return page.Items
 	}
 	waitFor := func(n int) []trigger.Occurrence {
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(30 * time.Second) // a restarted daemon on a loaded machine
 		for {
 			occ := occurrences()
 			if len(occ) >= n || time.Now().After(deadline) {

@@ -98,10 +98,12 @@ func (h *harness) occurrences(tok, id string) []trigger.Occurrence {
 	return page.Items
 }
 
-// waitOccurrences polls until the schedule has n occurrences (5 s at most).
+// waitOccurrences polls until the schedule has n occurrences (30 s at most:
+// a generous bound costs nothing when the test passes, and a loaded CI
+// machine running -race can stall the scheduler for seconds).
 func (h *harness) waitOccurrences(tok, id string, n int) []trigger.Occurrence {
 	h.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		occ := h.occurrences(tok, id)
 		if len(occ) >= n {
@@ -114,10 +116,10 @@ func (h *harness) waitOccurrences(tok, id string, n int) []trigger.Occurrence {
 	}
 }
 
-// waitStatus polls until the schedule has status (5 s at most).
+// waitStatus polls until the schedule has status (30 s at most, as above).
 func (h *harness) waitScheduleStatus(tok, id, status string) trigger.Schedule {
 	h.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		s := h.getSchedule(tok, id)
 		if s.Status == status {

@@ -394,7 +394,9 @@ func TestKeyFetchTimeout(t *testing.T) {
 	// TestKeyClientConfiguration); a short one keeps this test fast.
 	is := is.New(t)
 	srv := newJWKSServer(t, pubJWK(testKeys()[0], "k0"))
-	srv.setDelay(500 * time.Millisecond)
+	// The server would answer after 10 s; the 100 ms timeout must cut the
+	// fetch long before (2 s leaves room for a loaded -race run).
+	srv.setDelay(10 * time.Second)
 	c := &keyCache{
 		url:       srv.URL,
 		client:    newKeyHTTPClient(nil, 100*time.Millisecond),
@@ -407,14 +409,16 @@ func TestKeyFetchTimeout(t *testing.T) {
 	start := time.Now()
 	_, err := c.get(context.Background())
 	is.True(errors.Is(err, ReasonJWKSFetch))
-	is.True(time.Since(start) < 400*time.Millisecond)
+	is.True(time.Since(start) < 2*time.Second)
 }
 
 func TestCallerCancellationDoesNotAbortSharedFetch(t *testing.T) {
 	is := is.New(t)
 	k0 := testKeys()[0]
 	srv := newJWKSServer(t, pubJWK(k0, "k0"))
-	srv.setDelay(100 * time.Millisecond)
+	// The keys come 1 s after the caller's 10 ms deadline: a caller stalled
+	// on a loaded machine still gives up before the fetch completes.
+	srv.setDelay(time.Second)
 	clock := newFakeClock()
 	v := newTestVerifier(t, srv.URL, clock)
 	tok := sign(t, k0, jose.RS256, "k0", validClaims(clock.Now()))

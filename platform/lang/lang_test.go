@@ -481,7 +481,9 @@ func TestNoGoroutineLeak(t *testing.T) {
 		Compile(genWorkflow(20), Options{})
 		Compile([]byte("kind: workflow\nid: a\nsteps: [{id: a, set: {x: =1}}]\n"), Options{})
 	}
-	deadline := time.Now().Add(2 * time.Second)
+	// 10 s: a leak never winds down, while a loaded -race run may take a
+	// while to schedule the exiting workers.
+	deadline := time.Now().Add(10 * time.Second)
 	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}

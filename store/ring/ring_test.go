@@ -431,7 +431,7 @@ func TestNotify(t *testing.T) {
 	appendN(t, r, 1)
 	select {
 	case <-ch:
-	case <-time.After(5 * time.Second):
+	case <-time.After(15 * time.Second):
 		t.Fatal("not notified after append")
 	}
 	next := r.Notify()
@@ -459,7 +459,7 @@ func TestWait(t *testing.T) {
 	select {
 	case err := <-errc:
 		is.NoErr(err)
-	case <-time.After(5 * time.Second):
+	case <-time.After(15 * time.Second):
 		t.Fatal("Wait did not return after append")
 	}
 	is.NoErr(r.Wait(ctx, 0)) // already satisfied: returns at once
@@ -470,7 +470,7 @@ func TestWait(t *testing.T) {
 	select {
 	case err := <-errc:
 		is.True(errors.Is(err, ErrClosed))
-	case <-time.After(5 * time.Second):
+	case <-time.After(15 * time.Second):
 		t.Fatal("Wait did not return on Close")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -26,6 +27,7 @@ type fakeRuns struct {
 	mu      sync.Mutex
 	refuse  []error
 	started []string
+	n       int // numbers the runs: two starts in the same clock tick get distinct ids
 }
 
 func (f *fakeRuns) StartActivation(ctx context.Context, st engine.LocalStart) (engine.RunInfo, error) {
@@ -36,9 +38,10 @@ func (f *fakeRuns) StartActivation(ctx context.Context, st engine.LocalStart) (e
 		f.mu.Unlock()
 		return engine.RunInfo{}, err
 	}
-	f.mu.Unlock()
+	f.n++
 	var info engine.RunInfo
-	info.ID = "run-" + time.Now().Format("150405.000000000")
+	info.ID = "run-" + strconv.Itoa(f.n)
+	f.mu.Unlock()
 	err := f.db.Write(ctx, func(tx *sql.Tx) error { return st.Commit(tx, info) })
 	if err == nil {
 		f.mu.Lock()

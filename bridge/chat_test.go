@@ -179,7 +179,7 @@ func TestRevocationEndsChatWaiter(t *testing.T) {
 // waitChatJob finds the newest chat job once it reaches state.
 func waitChatJob(t *testing.T, e *env, tok, state string) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		jobs := e.do("GET", "/v1/bridge/jobs?order=desc&limit=1", tok, nil).json(t)["jobs"].([]any)
 		if len(jobs) > 0 {

@@ -84,7 +84,7 @@ func TestCrashChild(t *testing.T) {
 // pid (a fake_child line in the audit log) and returns its process group.
 func hangingGroup(t *testing.T, e *env, tok, id string) int {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		audit := e.do("GET", "/v1/bridge/jobs/"+id+"/audit?includePayloads=true", tok, nil)
 		var page struct {
 			Entries []struct {

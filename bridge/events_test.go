@@ -142,7 +142,7 @@ func TestSlowConsumerBlocksNobody(t *testing.T) {
 		last = e.submit(tok, map[string]any{"prompt": strings.Repeat("payload ", 40)})
 	}
 	e.waitState(tok, last, "succeeded")
-	got := live.next(t, 10*time.Second, func(ev sseEvent) bool {
+	got := live.next(t, 30*time.Second, func(ev sseEvent) bool {
 		return ev.Event == "job.updated" && strings.Contains(ev.Data, last) && strings.Contains(ev.Data, `"succeeded"`)
 	})
 	is.True(got.ID != "")

@@ -221,7 +221,9 @@ func (e *env) submit(tok string, body map[string]any) string {
 // waitState polls a job until it reaches state.
 func (e *env) waitState(tok, id string, states ...string) map[string]any {
 	e.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	// Generous: TestSlowConsumerBlocksNobody waits here for the last of 250
+	// jobs, 7 s alone under -race, more beside the package's parallel tests.
+	deadline := time.Now().Add(60 * time.Second)
 	var last map[string]any
 	for time.Now().Before(deadline) {
 		r := e.do("GET", "/v1/bridge/jobs/"+id, tok, nil)

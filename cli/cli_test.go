@@ -230,7 +230,7 @@ func TestServeStatusAndShutdown(t *testing.T) {
 		code, _, _ := run(ctx, "serve", "--data-dir", dir, "--port", "0", "--services-port", "0", "--log-level", "warn")
 		done <- code
 	}()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // a -race daemon's start on a loaded machine
 	for {
 		if _, err := daemon.ReadState(dir); err == nil {
 			break
@@ -260,7 +260,7 @@ func TestServeStatusAndShutdown(t *testing.T) {
 	select {
 	case code := <-done:
 		is.Equal(code, 0)
-	case <-time.After(15 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("serve did not stop")
 	}
 	_, err := daemon.ReadState(dir)

@@ -85,7 +85,7 @@ func serveInProcess(t *testing.T, dir string) (daemon.State, func()) {
 		code, _, _ := run(ctx, "serve", "--data-dir", dir, "--port", "0", "--services-port", "0", "--log-level", "error")
 		done <- code
 	}()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // a -race daemon's start on a loaded machine
 	for time.Now().Before(deadline) {
 		if st, err := daemon.ReadState(dir); err == nil {
 			return st, func() {

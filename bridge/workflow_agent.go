@@ -113,20 +113,25 @@ func (a *WorkflowAgents) RunAgent(ctx context.Context, t engine.AgentTask) (engi
 		defer s.agentTools.register(t.OperationKey, &stepTools{run: t.RunID, task: t.TaskID, tools: t.Spec.ToolDefs, caller: a.tools})()
 	}
 	id, err := a.submit(ctx, t, profile, prompt)
-	if err != nil {
+	switch {
+	case err == nil:
+		job, werr := a.wait(ctx, id)
+		if werr == nil {
+			return a.result(ctx, t, job), nil
+		}
+		err = werr
+	case id == "":
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) && (s.ctx == nil || s.ctx.Err() == nil) {
-			// The deadline passed before the job was recorded (a failed
-			// submit commits nothing): the step timed out, as it would
-			// have a moment later while its job ran.
+			// The deadline passed before a job was recorded (submit
+			// committed nothing): the step timed out, as it would have a
+			// moment later while its job ran.
 			return engine.AgentResult{Status: string(StateCancelled), Code: "AGENT_TIMEOUT",
 				Message: "the agent step's deadline passed before its job was submitted"}, nil
 		}
 		return engine.AgentResult{}, err
 	}
-	job, err := a.wait(ctx, id)
-	if err == nil {
-		return a.result(ctx, t, job), nil
-	}
+	// A job exists (it may run again after a retry even when submit failed
+	// later): a step stopped now cancels it, as when its wait ends.
 	res := engine.AgentResult{JobID: id}
 	if ctx.Err() == nil || (s.ctx != nil && s.ctx.Err() != nil) {
 		return res, err // the daemon stops, or the job cannot be read
@@ -179,7 +184,9 @@ func agentPrompt(spec kernel.AgentSpec) string {
 // submit creates the job of t's operation, or answers the job an earlier
 // attempt created. An earlier job that failed, was cancelled or was
 // interrupted is retried (a new attempt of the same job) when t is a new
-// attempt of the step; one that succeeded answers its result again.
+// attempt of the step; one that succeeded answers its result again. On
+// error the id is the earlier job's, which exists and may run again, or
+// empty when nothing was committed.
 func (a *WorkflowAgents) submit(ctx context.Context, t engine.AgentTask, profile, prompt string) (string, error) {
 	s := a.s
 	var id, task string
@@ -218,19 +225,19 @@ func (a *WorkflowAgents) submit(ctx context.Context, t engine.AgentTask, profile
 	}
 	job, err := s.getJob(ctx, s.db.Reader(), Principal{Owner: true}, id)
 	if err != nil {
-		return "", err
+		return id, err
 	}
 	switch job.State {
 	case StateFailed, StateCancelled, StateInterrupted:
 		if _, err := s.Control(ctx, Principal{Owner: true}, id, ActRetry); err != nil {
 			var e *Error
 			if !errors.As(err, &e) || e.Code != CodeInvalidTransition {
-				return "", err
+				return id, err
 			}
 		}
 	}
 	if err := s.setAgentJobTask(ctx, t.OperationKey, t.TaskID); err != nil {
-		return "", fmt.Errorf("bridge: record the agent step attempt: %w", err)
+		return id, fmt.Errorf("bridge: record the agent step attempt: %w", err)
 	}
 	return id, nil
 }

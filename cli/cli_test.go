@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/matryer/is"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/agentbridge/bridge/cli/local"
 	"github.com/agentbridge/bridge/daemon"
@@ -265,6 +266,23 @@ func TestServeStatusAndShutdown(t *testing.T) {
 	}
 	_, err := daemon.ReadState(dir)
 	is.Equal(err, daemon.ErrNotRunning)
+}
+
+// TestMigrateRefusesWhileInUse: the lock on events.bolt, not the health
+// answer, says a daemon has the directory open (a busy daemon answers 503).
+func TestMigrateRefusesWhileInUse(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	held, err := bolt.Open(filepath.Join(dir, daemon.EventsFile), 0o600, nil) // as a running daemon does
+	is.NoErr(err)
+	code, _, errw := run(context.Background(), "migrate", "--data-dir", dir)
+	is.Equal(code, ExitError)
+	is.True(strings.Contains(errw, "stop it before migrating"))
+	_, err = os.Stat(filepath.Join(dir, daemon.DatabaseFile))
+	is.True(os.IsNotExist(err)) // nothing was migrated
+	is.NoErr(held.Close())
+	code, _, _ = run(context.Background(), "migrate", "--data-dir", dir)
+	is.Equal(code, 0)
 }
 
 func TestMigrateFreshDirectory(t *testing.T) {

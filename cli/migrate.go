@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -26,12 +27,23 @@ it applied. A data directory created by an older bridge must be migrated before
 			if err != nil {
 				return err
 			}
-			if st, err := daemon.ReadState(dir); err == nil && probeHealth(cmd.Context(), st.ServicesURL) == nil {
-				return fmt.Errorf("the daemon is running (pid %d); stop it before migrating", st.PID)
-			}
 			if err := ensureDir(dir); err != nil {
 				return err
 			}
+			// The lock a running daemon holds, not its health: a busy or
+			// restricted daemon answers 503 but still has bridge.db open,
+			// and while migrate holds it no daemon starts on dir.
+			release, err := daemon.LockDataDir(dir)
+			if errors.Is(err, daemon.ErrInUse) {
+				if st, serr := daemon.ReadState(dir); serr == nil {
+					return fmt.Errorf("the daemon is running (pid %d); stop it before migrating", st.PID)
+				}
+				return fmt.Errorf("a daemon is using %s; stop it before migrating", dir)
+			}
+			if err != nil {
+				return err
+			}
+			defer release()
 			side, err := a.side()
 			if err != nil {
 				return err

@@ -24,7 +24,7 @@ func ensureDir(dir string) error {
 // probeHealth asks a services listener whether it is ready. A stopped
 // daemon's port refuses at once; the timeout only bounds a daemon that
 // accepts but does not answer, and is long enough for a busy daemon not to
-// be taken for a stopped one (which would let migrate run beside it).
+// be taken for a stopped one.
 func probeHealth(ctx context.Context, servicesURL string) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

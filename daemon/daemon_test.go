@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -389,4 +390,27 @@ func TestServicesRequestIDs(t *testing.T) {
 			is.Equal(resp.StatusCode, 403)
 		}
 	}
+}
+
+// LockDataDir refuses while a daemon runs, and a daemon does not start
+// while it is held; a directory never served has nothing to lock.
+func TestLockDataDir(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	dir := t.TempDir()
+	release, err := daemon.LockDataDir(dir)
+	is.NoErr(err)
+	is.NoErr(release())
+
+	d := start(t, dir)
+	_, err = daemon.LockDataDir(dir)
+	is.True(errors.Is(err, daemon.ErrInUse))
+	is.NoErr(d.Shutdown())
+
+	release, err = daemon.LockDataDir(dir)
+	is.NoErr(err)
+	_, err = daemon.Start(context.Background(), daemon.Options{DataDir: dir, Config: testConfig(), DisableKeyring: true})
+	is.True(err != nil && strings.Contains(err.Error(), "already using"))
+	is.NoErr(release())
+	is.NoErr(start(t, dir).Shutdown())
 }

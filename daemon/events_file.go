@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -48,4 +49,29 @@ func brokerRetention(e Events) broker.BoltOptions {
 		RetentionMaxMessages: e.BrokerMaxMessages,
 		RetentionMaxBytes:    e.BrokerMaxMiB << 20,
 	}
+}
+
+// ErrInUse means a daemon has the data directory open.
+var ErrInUse = errors.New("a bridge daemon is using this data directory")
+
+// LockDataDir takes, for offline work on dir's files (bridge migrate), the
+// lock a running daemon holds for its whole life: events.bolt's. It answers
+// ErrInUse while a daemon holds it; until release, a daemon that starts on
+// dir fails as when another daemon runs. A directory without events.bolt
+// has never been served, and one whose events.bolt cannot be opened cannot
+// be served (serve says why): neither has anything to lock.
+func LockDataDir(dir string) (release func() error, err error) {
+	none := func() error { return nil }
+	path := filepath.Join(dir, EventsFile)
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return none, nil
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: 300 * time.Millisecond})
+	switch {
+	case errors.Is(err, bolt.ErrTimeout):
+		return nil, ErrInUse
+	case err != nil:
+		return none, nil
+	}
+	return db.Close, nil
 }

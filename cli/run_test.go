@@ -219,7 +219,7 @@ func TestWorkflowPublishActivateAndRun(t *testing.T) {
 	code, out, _ = d.runUntil(" INFO  pause step started", false, "run", "logs", long.ID, "--follow")
 	is.Equal(code, 0)
 	is.True(strings.Contains(out, " INFO  pause step started"))
-	code, _, errw = d.runUntil("Started run ", true, "run", "start", "acme/flow", "--set", "mode=wait", "--set", "pause=1h", "--wait")
+	code, _, errw = d.runUntil(" is waiting\n", true, "run", "start", "acme/flow", "--set", "mode=wait", "--set", "pause=1h", "--wait")
 	is.Equal(code, ExitError)
 	is.True(strings.Contains(errw, "stopped waiting: run "))
 	is.True(strings.Contains(errw, "is still waiting"))

@@ -275,6 +275,7 @@ func TestMigrateRefusesWhileInUse(t *testing.T) {
 	dir := t.TempDir()
 	held, err := bolt.Open(filepath.Join(dir, daemon.EventsFile), 0o600, nil) // as a running daemon does
 	is.NoErr(err)
+	defer held.Close() // closing twice is harmless
 	code, _, errw := run(context.Background(), "migrate", "--data-dir", dir)
 	is.Equal(code, ExitError)
 	is.True(strings.Contains(errw, "stop it before migrating"))

@@ -383,6 +383,8 @@ func boltOpenError(dir string, err error) error {
 		msg := fmt.Sprintf("another bridge daemon is already using %s", dir)
 		if s, rerr := ReadState(dir); rerr == nil {
 			msg += fmt.Sprintf(" (pid %d, bridge %s)", s.PID, s.BridgeURL)
+		} else {
+			msg += " (or bridge migrate is running on it)"
 		}
 		return errors.New(msg)
 	}

@@ -392,25 +392,40 @@ func TestServicesRequestIDs(t *testing.T) {
 	}
 }
 
-// LockDataDir refuses while a daemon runs, and a daemon does not start
-// while it is held; a directory never served has nothing to lock.
+// LockDataDir refuses while a daemon runs, and no daemon starts while it
+// is held: on a directory never served, on an empty events.bolt and on one
+// a daemon wrote.
 func TestLockDataDir(t *testing.T) {
 	t.Parallel()
 	is := is.New(t)
-	dir := t.TempDir()
-	release, err := daemon.LockDataDir(dir)
-	is.NoErr(err)
-	is.NoErr(release())
+	refused := func(dir string) {
+		t.Helper()
+		d, err := daemon.Start(context.Background(), daemon.Options{DataDir: dir, Config: testConfig(), DisableKeyring: true})
+		if err == nil {
+			d.Shutdown()
+			t.Fatal("a daemon started while the data directory was locked")
+		}
+		is.True(strings.Contains(err.Error(), "already using"))
+	}
+	held := func(dir string) {
+		t.Helper()
+		release, err := daemon.LockDataDir(dir)
+		is.NoErr(err)
+		refused(dir)
+		is.NoErr(release())
+	}
 
+	dir := t.TempDir()
+	held(dir) // never served
 	d := start(t, dir)
-	_, err = daemon.LockDataDir(dir)
+	_, err := daemon.LockDataDir(dir)
 	is.True(errors.Is(err, daemon.ErrInUse))
 	is.NoErr(d.Shutdown())
-
-	release, err = daemon.LockDataDir(dir)
-	is.NoErr(err)
-	_, err = daemon.Start(context.Background(), daemon.Options{DataDir: dir, Config: testConfig(), DisableKeyring: true})
-	is.True(err != nil && strings.Contains(err.Error(), "already using"))
-	is.NoErr(release())
+	held(dir) // written by a daemon
 	is.NoErr(start(t, dir).Shutdown())
+
+	empty := t.TempDir()
+	is.NoErr(os.WriteFile(filepath.Join(empty, daemon.EventsFile), nil, 0o600))
+	held(empty)
+	is.NoErr(start(t, empty).Shutdown())
 }

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"time"
@@ -57,21 +58,29 @@ var ErrInUse = errors.New("a bridge daemon is using this data directory")
 // LockDataDir takes, for offline work on dir's files (bridge migrate), the
 // lock a running daemon holds for its whole life: events.bolt's. It answers
 // ErrInUse while a daemon holds it; until release, a daemon that starts on
-// dir fails as when another daemon runs. A directory without events.bolt
-// has never been served, and one whose events.bolt cannot be opened cannot
-// be served (serve says why): neither has anything to lock.
+// dir fails as when another daemon runs. An existing events.bolt is opened
+// read-only (a shared lock, nothing written); a missing or empty one is
+// created as the daemon would create it, under the exclusive lock. A file
+// bbolt refuses as damaged cannot be served (serve says why) and has
+// nothing to lock.
 func LockDataDir(dir string) (release func() error, err error) {
-	none := func() error { return nil }
 	path := filepath.Join(dir, EventsFile)
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		return none, nil
+	opts := &bolt.Options{ReadOnly: true, Timeout: 300 * time.Millisecond}
+	if fi, err := os.Stat(path); errors.Is(err, os.ErrNotExist) || (err == nil && fi.Size() == 0) {
+		opts.ReadOnly = false
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: 300 * time.Millisecond})
+	// boltcompact.Open, not bolt.Open: a starting daemon may replace the
+	// file (compaction) while this waits for its lock; it then opens the
+	// new file, which the daemon holds.
+	db, err := boltcompact.Open(path, 0o600, opts)
+	var pathErr *os.PathError
 	switch {
 	case errors.Is(err, bolt.ErrTimeout):
 		return nil, ErrInUse
+	case errors.As(err, &pathErr):
+		return nil, fmt.Errorf("lock %s: %w", path, err)
 	case err != nil:
-		return none, nil
+		return func() error { return nil }, nil
 	}
 	return db.Close, nil
 }

@@ -131,16 +131,21 @@ func (a *WorkflowAgents) RunAgent(ctx context.Context, t engine.AgentTask) (engi
 		return engine.AgentResult{}, err
 	}
 	// A job exists (it may run again after a retry even when submit failed
-	// later): a step stopped now cancels it, as when its wait ends.
+	// later). When the daemon stops it is left to be marked interrupted by
+	// the next start; otherwise the step no longer follows it, so it is
+	// cancelled, and a later attempt of the step retries it.
 	res := engine.AgentResult{JobID: id}
-	if ctx.Err() == nil || (s.ctx != nil && s.ctx.Err() != nil) {
-		return res, err // the daemon stops, or the job cannot be read
+	if s.ctx != nil && s.ctx.Err() != nil {
+		return res, err
 	}
 	if _, cerr := s.Control(context.WithoutCancel(ctx), Principal{Owner: true}, id, ActCancel); cerr != nil {
 		var e *Error
 		if !errors.As(cerr, &e) || e.Code != CodeInvalidTransition {
 			s.log.Warn("cancel the job of a stopped agent step", "job", id, "err", cerr)
 		}
+	}
+	if ctx.Err() == nil {
+		return res, err // the job could not be read or its attempt recorded
 	}
 	res.Status, res.Code, res.Message = string(StateCancelled), "AGENT_CANCELLED", "the agent step was stopped; its job was cancelled"
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -192,7 +197,7 @@ func (a *WorkflowAgents) submit(ctx context.Context, t engine.AgentTask, profile
 	var id, task string
 	created := false
 	err := s.write(ctx, func(tx *sql.Tx, ev *pending) error {
-		created = false
+		id, task, created = "", "", false
 		var found bool
 		var err error
 		if id, task, found, err = agentJobOf(ctx, tx, t.OperationKey); found || err != nil {
@@ -214,7 +219,10 @@ func (a *WorkflowAgents) submit(ctx context.Context, t engine.AgentTask, profile
 		return insertAgentJob(ctx, tx, t.OperationKey, job.ID, t.RunID, t.TaskID, s.now())
 	})
 	if err != nil {
-		return "", fmt.Errorf("bridge: submit the agent job: %w", err)
+		if created {
+			id = "" // rolled back with the transaction
+		}
+		return id, fmt.Errorf("bridge: submit the agent job: %w", err)
 	}
 	if created {
 		s.sched.kick()

@@ -158,8 +158,11 @@ func (s *Service) performAgent(ctx context.Context, run string, t *kernel.TaskSp
 		if ctx.Err() != nil {
 			return outcome{Unknown: true, Note: "agent job stopped: " + err.Error()}
 		}
-		return outcome{Err: &kernel.TaskError{Code: "AGENT_UNAVAILABLE", Message: err.Error()}, Retryable: true,
-			Note: "agent job not started: " + err.Error()}
+		note := "agent job not started: " + err.Error()
+		if res.JobID != "" {
+			note = fmt.Sprintf("agent job %s not followed (cancelled): %s", res.JobID, err)
+		}
+		return outcome{Err: &kernel.TaskError{Code: "AGENT_UNAVAILABLE", Message: err.Error()}, Retryable: true, Note: note}
 	}
 	note := fmt.Sprintf("agent job %s (%s) ended %s", res.JobID, t.Agent.Provider, res.Status)
 	if res.Succeeded {

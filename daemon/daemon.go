@@ -383,10 +383,8 @@ func boltOpenError(dir string, err error) error {
 		msg := fmt.Sprintf("another bridge daemon is already using %s", dir)
 		if s, rerr := ReadState(dir); rerr == nil {
 			msg += fmt.Sprintf(" (pid %d, bridge %s)", s.PID, s.BridgeURL)
-		} else {
-			msg += " (or bridge migrate is running on it)"
 		}
-		return errors.New(msg)
+		return errors.New(msg + "; or bridge migrate is running on it")
 	}
 	return fmt.Errorf("%s is unreadable or corrupt (%v); move it aside (with %s and %[3]s.1) to start with an empty event log", filepath.Join(dir, EventsFile), err, JournalFile)
 }

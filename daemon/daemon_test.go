@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -407,25 +408,45 @@ func TestLockDataDir(t *testing.T) {
 		}
 		is.True(strings.Contains(err.Error(), "already using"))
 	}
-	held := func(dir string) {
+	// held locks dir and checks a second lock: shared (a read-only open)
+	// on a file a daemon wrote, exclusive where the file is created.
+	held := func(dir string, shared bool) {
 		t.Helper()
 		release, err := daemon.LockDataDir(dir)
 		is.NoErr(err)
+		defer release()
+		second, err := daemon.LockDataDir(dir)
+		if shared {
+			is.NoErr(err)
+			defer second()
+		} else {
+			is.True(errors.Is(err, daemon.ErrInUse))
+		}
 		refused(dir)
-		is.NoErr(release())
 	}
 
 	dir := t.TempDir()
-	held(dir) // never served
+	held(dir, false) // never served
 	d := start(t, dir)
-	_, err := daemon.LockDataDir(dir)
-	is.True(errors.Is(err, daemon.ErrInUse))
+	if release, err := daemon.LockDataDir(dir); err == nil {
+		release()
+		t.Fatal("locked while a daemon runs")
+	} else {
+		is.True(errors.Is(err, daemon.ErrInUse))
+	}
 	is.NoErr(d.Shutdown())
-	held(dir) // written by a daemon
+	held(dir, true) // written by a daemon
 	is.NoErr(start(t, dir).Shutdown())
 
 	empty := t.TempDir()
 	is.NoErr(os.WriteFile(filepath.Join(empty, daemon.EventsFile), nil, 0o600))
-	held(empty)
+	held(empty, false)
 	is.NoErr(start(t, empty).Shutdown())
+
+	// A file bbolt refuses as damaged cannot be served: nothing to lock.
+	damaged := t.TempDir()
+	is.NoErr(os.WriteFile(filepath.Join(damaged, daemon.EventsFile), bytes.Repeat([]byte{0xAB}, 16<<10), 0o600))
+	release, err := daemon.LockDataDir(damaged)
+	is.NoErr(err)
+	is.NoErr(release())
 }

@@ -53,7 +53,7 @@ func brokerRetention(e Events) broker.BoltOptions {
 }
 
 // ErrInUse means a daemon has the data directory open.
-var ErrInUse = errors.New("a bridge daemon is using this data directory")
+var ErrInUse = errors.New("a bridge daemon (or another bridge migrate) is using this data directory")
 
 // LockDataDir takes, for offline work on dir's files (bridge migrate), the
 // lock a running daemon holds for its whole life: events.bolt's. It answers
@@ -73,14 +73,14 @@ func LockDataDir(dir string) (release func() error, err error) {
 	// file (compaction) while this waits for its lock; it then opens the
 	// new file, which the daemon holds.
 	db, err := boltcompact.Open(path, 0o600, opts)
-	var pathErr *os.PathError
 	switch {
+	case err == nil:
+		return db.Close, nil
 	case errors.Is(err, bolt.ErrTimeout):
 		return nil, ErrInUse
-	case errors.As(err, &pathErr):
+	case errors.Is(err, bolt.ErrInvalid), errors.Is(err, bolt.ErrVersionMismatch), errors.Is(err, bolt.ErrChecksum):
+		return func() error { return nil }, nil // damaged: no daemon can have it open
+	default:
 		return nil, fmt.Errorf("lock %s: %w", path, err)
-	case err != nil:
-		return func() error { return nil }, nil
 	}
-	return db.Close, nil
 }

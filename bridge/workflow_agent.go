@@ -138,10 +138,15 @@ func (a *WorkflowAgents) RunAgent(ctx context.Context, t engine.AgentTask) (engi
 	if s.ctx != nil && s.ctx.Err() != nil {
 		return res, err
 	}
-	if _, cerr := s.Control(context.WithoutCancel(ctx), Principal{Owner: true}, id, ActCancel); cerr != nil {
+	bg := context.WithoutCancel(ctx)
+	if _, cerr := s.Control(bg, Principal{Owner: true}, id, ActCancel); cerr != nil {
 		var e *Error
 		if !errors.As(cerr, &e) || e.Code != CodeInvalidTransition {
 			s.log.Warn("cancel the job of a stopped agent step", "job", id, "err", cerr)
+		} else if job, rerr := s.getJob(bg, s.db.Reader(), Principal{Owner: true}, id); rerr == nil && job.State == StateSucceeded {
+			// It succeeded just before it could be cancelled: that is
+			// the step's outcome, not a timeout.
+			return a.result(bg, t, job), nil
 		}
 	}
 	if ctx.Err() == nil {
@@ -266,10 +271,15 @@ func (a *WorkflowAgents) wait(ctx context.Context, id string) (Job, error) {
 		if ctx.Err() != nil {
 			return job, ctx.Err()
 		}
-		if err != nil {
-			return job, err
-		}
-		if job.State.Terminal() {
+		var coded *Error
+		switch {
+		case errors.As(err, &coded):
+			return job, err // no such job: nothing to wait for
+		case err != nil:
+			// A read that failed (say, a busy database) does not end the
+			// step: giving up would cancel a job that still runs.
+			s.log.Warn("read the job of an agent step", "job", id, "err", err)
+		case job.State.Terminal():
 			return job, nil
 		}
 		select {

@@ -160,7 +160,7 @@ func (s *Service) performAgent(ctx context.Context, run string, t *kernel.TaskSp
 		}
 		note := "agent job not started: " + err.Error()
 		if res.JobID != "" {
-			note = fmt.Sprintf("agent job %s not followed (cancelled): %s", res.JobID, err)
+			note = fmt.Sprintf("agent job %s not followed: %s", res.JobID, err)
 		}
 		return outcome{Err: &kernel.TaskError{Code: "AGENT_UNAVAILABLE", Message: err.Error()}, Retryable: true, Note: note}
 	}

@@ -79,9 +79,13 @@ const agentWaitPoll = time.Second
 
 // RunAgent submits the task's job (or finds the job of an earlier attempt
 // by the task's operation key), waits for it to end and answers its result.
-// When ctx ends first (deadline, cancelled run) the job is cancelled; when
-// the daemon stops, the job is left to be marked interrupted by the next
-// start, and ctx's error is answered.
+// When ctx ends first (deadline, cancelled run) the job is cancelled and
+// AGENT_TIMEOUT or AGENT_CANCELLED answered (a deadline that passed before
+// anything was submitted is AGENT_TIMEOUT too). When the step cannot follow
+// a job it knows (it cannot record the attempt, say), the job is cancelled
+// and the error answered with its id. When the daemon stops, the job is
+// left as it is (a running one is marked interrupted by the next start)
+// and the error is answered.
 func (a *WorkflowAgents) RunAgent(ctx context.Context, t engine.AgentTask) (engine.AgentResult, error) {
 	s := a.s
 	if t.Deadline != nil {
@@ -117,7 +121,9 @@ func (a *WorkflowAgents) RunAgent(ctx context.Context, t engine.AgentTask) (engi
 	case err == nil:
 		job, werr := a.wait(ctx, id)
 		if werr == nil {
-			return a.result(ctx, t, job), nil
+			// Its checks read the database: the deadline must not fail
+			// a job that has ended.
+			return a.result(context.WithoutCancel(ctx), t, job), nil
 		}
 		err = werr
 	case id == "":
@@ -139,7 +145,9 @@ func (a *WorkflowAgents) RunAgent(ctx context.Context, t engine.AgentTask) (engi
 		return res, err
 	}
 	bg := context.WithoutCancel(ctx)
+	cancelled := true
 	if _, cerr := s.Control(bg, Principal{Owner: true}, id, ActCancel); cerr != nil {
+		cancelled = false
 		var e *Error
 		if !errors.As(cerr, &e) || e.Code != CodeInvalidTransition {
 			s.log.Warn("cancel the job of a stopped agent step", "job", id, "err", cerr)
@@ -152,9 +160,12 @@ func (a *WorkflowAgents) RunAgent(ctx context.Context, t engine.AgentTask) (engi
 	if ctx.Err() == nil {
 		return res, err // the job could not be read or its attempt recorded
 	}
-	res.Status, res.Code, res.Message = string(StateCancelled), "AGENT_CANCELLED", "the agent step was stopped; its job was cancelled"
+	res.Status, res.Code, res.Message = string(StateCancelled), "AGENT_CANCELLED", "the agent step was stopped"
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		res.Code, res.Message = "AGENT_TIMEOUT", "the agent step's deadline passed; its job was cancelled"
+		res.Code, res.Message = "AGENT_TIMEOUT", "the agent step's deadline passed"
+	}
+	if cancelled {
+		res.Message += "; its job was cancelled"
 	}
 	return res, nil
 }
@@ -255,32 +266,44 @@ func (a *WorkflowAgents) submit(ctx context.Context, t engine.AgentTask, profile
 	return id, nil
 }
 
+// agentWaitReadFailures is how many reads of its job in a row a waiting
+// step lets fail before it gives up on the job.
+const agentWaitReadFailures = 10
+
 // wait blocks until job id is terminal (a paused job is waited for), ctx
-// ends or the bridge stops.
+// ends or the bridge stops. A job read as ended is answered even when ctx
+// has just ended. No such job ends the wait at once; other failed reads
+// (say, a busy database) are retried at each poll, up to
+// agentWaitReadFailures in a row, since giving up cancels a job that may
+// still run.
 func (a *WorkflowAgents) wait(ctx context.Context, id string) (Job, error) {
 	s := a.s
 	jw, leave := s.waiters.join(id)
 	defer leave()
 	poll := time.NewTicker(agentWaitPoll)
 	defer poll.Stop()
-	seen := 0
+	seen, failed := 0, 0
 	for {
 		chunks, _, _, changed := jw.since(seen)
 		seen += len(chunks)
 		job, err := s.getJob(ctx, s.db.Reader(), Principal{Owner: true}, id)
-		if ctx.Err() != nil {
-			return job, ctx.Err()
-		}
 		var coded *Error
 		switch {
+		case err == nil && job.State.Terminal():
+			return job, nil
+		case ctx.Err() != nil:
+			return job, ctx.Err()
 		case errors.As(err, &coded):
 			return job, err // no such job: nothing to wait for
 		case err != nil:
-			// A read that failed (say, a busy database) does not end the
-			// step: giving up would cancel a job that still runs.
-			s.log.Warn("read the job of an agent step", "job", id, "err", err)
-		case job.State.Terminal():
-			return job, nil
+			if failed++; failed >= agentWaitReadFailures {
+				return job, fmt.Errorf("bridge: read the job %d times in a row: %w", failed, err)
+			}
+			if failed == 1 {
+				s.log.Warn("read the job of an agent step", "job", id, "err", err)
+			}
+		default:
+			failed = 0
 		}
 		select {
 		case <-ctx.Done():

@@ -220,6 +220,7 @@ func TestWorkflowAgentFailures(t *testing.T) {
 		res := runAgent(t, svc.WorkflowAgents(nil), task)
 		is.Equal(res.Status, "cancelled")
 		is.Equal(res.Code, "AGENT_TIMEOUT")
+		is.Equal(res.Message, "the agent step's deadline passed; its job was cancelled")
 		job := e.waitState(platform, res.JobID, "cancelled")
 		is.Equal(job["state"], "cancelled")
 	})

@@ -237,8 +237,9 @@ func Start(ctx context.Context, opts Options) (_ *Daemon, err error) {
 		DataDir:      dir,
 	}
 	// Ready before daemon.json appears and before anything is served: a
-	// client that finds daemon.json never meets a 503 from /health/ready
-	// (the bound listeners hold its connection until serve runs).
+	// client that finds daemon.json never meets the not-yet-ready 503 of
+	// /health/ready (the bound listeners hold its connection until serve
+	// runs).
 	d.setReady(true)
 	if err := writeState(filepath.Join(dir, DaemonFile), d.state); err != nil {
 		return nil, err

@@ -52,8 +52,9 @@ func brokerRetention(e Events) broker.BoltOptions {
 	}
 }
 
-// ErrInUse means a daemon has the data directory open.
-var ErrInUse = errors.New("a bridge daemon (or another bridge migrate) is using this data directory")
+// ErrInUse means the data directory's lock is held: a daemon runs on it,
+// or bridge migrate works on it.
+var ErrInUse = errors.New("a bridge daemon (or bridge migrate) is using this data directory")
 
 // LockDataDir takes, for offline work on dir's files (bridge migrate), the
 // lock a running daemon holds for its whole life: events.bolt's. It answers

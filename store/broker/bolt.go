@@ -232,6 +232,7 @@ type topicState struct {
 	name  string
 	end   atomic.Int64 // next offset to assign; every offset below it is committed to disk
 	first atomic.Int64 // oldest retained offset
+	size  sizeTally    // the size bound's running count (bolt_retention.go)
 }
 
 // NewBolt starts a broker on db, creating its buckets if needed.

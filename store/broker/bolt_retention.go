@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -71,12 +72,14 @@ func (b *Bolt) trim() error {
 // trimTopic deletes, oldest first, messages beyond the count limit or older
 // than the age limit, stopping at the first message some group still needs.
 func (b *Bolt) trimTopic(ts *topicState) error {
+	ts.size.mu.Lock()
+	defer ts.size.mu.Unlock()
 	countLimit := int64(math.MinInt64) // offsets below it exceed RetentionMaxMessages or RetentionMaxBytes
 	if b.opts.RetentionMaxMessages >= 0 {
 		countLimit = ts.end.Load() - b.opts.RetentionMaxMessages
 	}
 	if b.opts.RetentionMaxBytes >= 0 {
-		sizeLimit, err := b.sizeLimit(ts.name, countLimit)
+		sizeLimit, err := b.sizeLimit(ts, countLimit)
 		if err != nil {
 			return err
 		}
@@ -91,8 +94,9 @@ func (b *Bolt) trimTopic(ts *topicState) error {
 	for {
 		removed, done := 0, false
 		var first int64
+		var deleted []sized
 		err := b.db.Update(func(tx *bolt.Tx) error {
-			removed, done = 0, false
+			removed, done, deleted = 0, false, deleted[:0]
 			tb := topicBucket(tx, ts.name)
 			if tb == nil {
 				done = true
@@ -109,6 +113,7 @@ func (b *Bolt) trimTopic(ts *topicState) error {
 					done = true
 					break
 				}
+				deleted = append(deleted, sized{off, int64(len(k) + len(v))})
 				if err := c.Delete(); err != nil {
 					return err
 				}
@@ -123,6 +128,7 @@ func (b *Bolt) trimTopic(ts *topicState) error {
 		if err != nil {
 			return err
 		}
+		ts.size.deleted(deleted)
 		if removed > 0 {
 			ts.first.Store(max(ts.first.Load(), first))
 		}
@@ -132,35 +138,109 @@ func (b *Bolt) trimTopic(ts *topicState) error {
 	}
 }
 
-// sizeLimit is the lowest offset of topic whose message, with every newer
-// one, fits in RetentionMaxBytes: older offsets exceed the size bound. The
-// scan walks back from the newest message and stops at floor (offsets below
-// it go anyway), so it reads at most what the other bounds retain.
-func (b *Bolt) sizeLimit(topic string, floor int64) (int64, error) {
-	limit := int64(math.MinInt64)
+// sizeTally is what the size bound has counted of a topic: the bytes (key
+// and value) of its stored messages with offsets in [from, next). A stored
+// message never changes and only trimTopic deletes, oldest first, so each
+// retention pass reads only the messages applied since the last one and
+// those the bound now passes, instead of walking the topic back from its
+// newest message every time (on a topic of a million messages that walk
+// took seconds of CPU every RetentionInterval). The first pass after a
+// start counts once, as the walk did.
+type sizeTally struct {
+	mu      sync.Mutex // held by trimTopic for the whole pass
+	counted bool
+	from    int64
+	next    int64
+	bytes   int64
+}
+
+// sized is one message's offset and size.
+type sized struct{ off, n int64 }
+
+// deleted takes deleted messages out of the tally.
+func (t *sizeTally) deleted(msgs []sized) {
+	for _, m := range msgs {
+		if t.counted && m.off >= t.from && m.off < t.next {
+			t.bytes -= m.n
+			t.from = m.off + 1
+		}
+	}
+}
+
+// sizeLimit is the lowest offset of ts's topic whose message, with every
+// newer one, fits in RetentionMaxBytes: older offsets exceed the size
+// bound (or are below floor, and go anyway). It keeps the tally (ts.size,
+// held by the caller) in step with what is stored.
+func (b *Bolt) sizeLimit(ts *topicState, floor int64) (int64, error) {
+	t := &ts.size
 	err := b.db.View(func(tx *bolt.Tx) error {
-		tb := topicBucket(tx, topic)
+		tb := topicBucket(tx, ts.name)
 		if tb == nil {
 			return nil
 		}
-		var total int64
 		c := tb.Cursor()
-		for k, v := c.Last(); k != nil; k, v = c.Prev() {
+		if !t.counted {
+			if err := t.count(c, floor, b.opts.RetentionMaxBytes); err != nil {
+				return err
+			}
+		}
+		// What was applied since the last pass.
+		for k, v := c.Seek(offsetKey(t.next)); k != nil; k, v = c.Next() {
 			off, ok := decodeOffset(k)
 			if !ok {
 				return fmt.Errorf("%w: key of %d bytes", ErrCorrupt, len(k))
 			}
-			if off < floor {
-				return nil
+			t.bytes += int64(len(k) + len(v))
+			t.next = off + 1
+		}
+		// What the bounds now pass, oldest first: messages over the size
+		// bound, and those below floor (they go anyway).
+		for k, v := c.Seek(offsetKey(t.from)); k != nil; k, v = c.Next() {
+			off, ok := decodeOffset(k)
+			if !ok {
+				return fmt.Errorf("%w: key of %d bytes", ErrCorrupt, len(k))
 			}
-			if total += int64(len(k) + len(v)); total > b.opts.RetentionMaxBytes {
-				limit = off + 1
-				return nil
+			if off >= t.next || (off >= floor && t.bytes <= b.opts.RetentionMaxBytes) {
+				break
 			}
+			t.bytes -= int64(len(k) + len(v))
+			t.from = off + 1
 		}
 		return nil
 	})
-	return limit, err
+	if err != nil {
+		t.counted = false // counted again on the next pass
+		return math.MinInt64, err
+	}
+	if !t.counted {
+		return math.MinInt64, nil // no topic yet
+	}
+	return t.from, nil
+}
+
+// count makes the tally from scratch, walking back from the newest message
+// until the size bound is passed or floor is reached.
+func (t *sizeTally) count(c *bolt.Cursor, floor, maxBytes int64) error {
+	floor = max(floor, 0) // offsets start at 0
+	t.counted, t.from, t.next, t.bytes = true, floor, floor, 0
+	newest := true
+	for k, v := c.Last(); k != nil; k, v = c.Prev() {
+		off, ok := decodeOffset(k)
+		if !ok {
+			t.counted = false
+			return fmt.Errorf("%w: key of %d bytes", ErrCorrupt, len(k))
+		}
+		if newest {
+			t.from, t.next, newest = off+1, off+1, false
+		}
+		n := int64(len(k) + len(v))
+		if off < floor || t.bytes+n > maxBytes {
+			return nil // off and older go: the tally is [off+1, next)
+		}
+		t.bytes += n
+		t.from = off
+	}
+	return nil
 }
 
 // consumedFloor is the lowest committed offset of any in-memory cursor on the

@@ -1,9 +1,11 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -213,4 +215,80 @@ func TestBoltRetentionBySize(t *testing.T) {
 	first, n = retained(t, b, "size")
 	is.Equal(first, int64(18))
 	is.Equal(n, 12)
+}
+
+// TestBoltRetentionSizeTallyMatchesAWalk: the size bound kept as a running
+// tally trims exactly what a walk back from the newest message would,
+// through random publishes and trims and a reopen (which counts afresh),
+// alone and with a message or an age bound (the age bound deletes past the
+// tally's start).
+func TestBoltRetentionSizeTallyMatchesAWalk(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		maxMessages int64
+		maxAge      time.Duration
+	}{{"size", -1, -1}, {"size and count", 8, -1}, {"size and age", -1, time.Hour}} {
+		t.Run(c.name, func(t *testing.T) {
+			is := is.New(t)
+			clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+			opts := retentionOptions(c.maxMessages, c.maxAge)
+			opts.RetentionMaxBytes = 6 << 10
+			opts.Now = clock.Now
+			env := newBoltEnv(t, opts)
+			b := env.open()
+			rng := rand.New(rand.NewPCG(21, uint64(len(c.name))))
+			for round := range 300 {
+				if round == 150 {
+					b = env.open()
+				}
+				// Mostly minutes; now and then most of an hour, so that the
+				// age bound, when there is one, cuts past the size bound.
+				step := time.Duration(rng.IntN(5)) * time.Minute
+				if rng.IntN(8) == 0 {
+					step = 55 * time.Minute
+				}
+				clock.Advance(step)
+				var batch []Message
+				for range rng.IntN(12) {
+					batch = append(batch, Message{Topic: "t", Value: bytes.Repeat([]byte{'x'}, rng.IntN(900))})
+				}
+				if len(batch) > 0 {
+					is.NoErr(b.Publish(t.Context(), batch...))
+				}
+				if rng.IntN(3) > 0 {
+					continue
+				}
+				// What a walk from the newest message keeps, then what the
+				// other bound keeps of it.
+				want := int64(-1)
+				is.NoErr(b.db.View(func(tx *bolt.Tx) error {
+					var total int64
+					cur := topicBucket(tx, "t").Cursor()
+					for k, v := cur.Last(); k != nil; k, v = cur.Prev() {
+						if total += int64(len(k) + len(v)); total > opts.RetentionMaxBytes {
+							break
+						}
+						want, _ = decodeOffset(k)
+					}
+					if c.maxAge < 0 || want < 0 {
+						return nil
+					}
+					k, v := cur.Seek(offsetKey(want))
+					for ; k != nil && recordBefore(v, clock.Now().Add(-c.maxAge)); k, v = cur.Next() {
+					}
+					want = -1
+					if k != nil {
+						want, _ = decodeOffset(k)
+					}
+					return nil
+				}))
+				if end, err := b.Latest(t.Context(), "t"); c.maxMessages >= 0 && err == nil && want >= 0 {
+					want = max(want, end-c.maxMessages)
+				}
+				is.NoErr(b.trim())
+				first, _ := retained(t, b, "t")
+				is.Equal(first, want)
+			}
+		})
+	}
 }

@@ -8,9 +8,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	_ "modernc.org/sqlite"
@@ -23,6 +25,11 @@ import (
 // rows measure a fresh and a grown data directory each in its own process,
 // so each one's anonymous RSS is its own.
 const childEnv = "BRIDGE_BENCH_CHILD_DIR"
+
+// childProfileEnv, when set, is the path prefix of the CPU profiles a
+// daemon child writes: SIGUSR1 starts one (PREFIX.N.cpu), SIGUSR2 stops it.
+// The parent profiles the runs windows only (-growprofile).
+const childProfileEnv = "BRIDGE_BENCH_CHILD_CPUPROFILE"
 
 // benchConfig is the daemon's configuration in every harness run: the
 // defaults (synchronous=FULL, fsynced bbolt commits), loopback ports
@@ -49,9 +56,46 @@ func childMain(dir string) error {
 	if err != nil {
 		return err
 	}
+	if prefix := os.Getenv(childProfileEnv); prefix != "" {
+		defer profileOnSignal(prefix)()
+	}
 	fmt.Printf("READY %s\n", d.State().ServicesURL)
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	return d.Shutdown()
+}
+
+// profileOnSignal starts a CPU profile at each SIGUSR1 and stops it at
+// SIGUSR2; the function it answers stops listening (and a profile left on).
+func profileOnSignal(prefix string) func() {
+	sig := make(chan os.Signal, 4)
+	signal.Notify(sig, syscall.SIGUSR1, syscall.SIGUSR2)
+	done := make(chan struct{})
+	var stop func()
+	go func() {
+		n := 0
+		for {
+			select {
+			case s := <-sig:
+				switch {
+				case s == syscall.SIGUSR1 && stop == nil:
+					n++
+					var err error
+					if stop, err = startProfile(fmt.Sprintf("%s.%d.cpu", prefix, n)); err != nil {
+						fmt.Fprintln(os.Stderr, "bench child: profile:", err)
+					}
+				case s == syscall.SIGUSR2 && stop != nil:
+					stop()
+					stop = nil
+				}
+			case <-done:
+				if stop != nil {
+					stop()
+				}
+				return
+			}
+		}
+	}()
+	return func() { signal.Stop(sig); close(done) }
 }
 
 // childDaemon is a daemon in a child process.
@@ -64,13 +108,16 @@ type childDaemon struct {
 
 // startChild runs this program as a daemon child on dir; the parent reads
 // the child's bridge.db (read only) to count ended runs and bytes.
-func startChild(dir string) (*childDaemon, error) {
+func startChild(dir, profile string) (*childDaemon, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(self)
 	cmd.Env = append(os.Environ(), childEnv+"="+dir)
+	if profile != "" {
+		cmd.Env = append(cmd.Env, childProfileEnv+"="+profile)
+	}
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -132,4 +179,11 @@ func (c *childDaemon) rssAnon() int64 {
 		}
 	}
 	return 0
+}
+
+// signal sends sig to the child (profiling, see childProfileEnv).
+func (c *childDaemon) signal(sig os.Signal) {
+	if err := c.cmd.Process.Signal(sig); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: signal the daemon child:", err)
+	}
 }

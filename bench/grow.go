@@ -23,7 +23,7 @@ import (
 // daemon stopped. The copies differ in their ids and times only, which is
 // all the indexes see.
 func grow(dir string, n int, progress func(string)) error {
-	o, err := startOursChild(dir, "grow")
+	o, err := startOursChild(dir, "grow", "")
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 )
 
 // growRow is one cost-growth row of the table.
@@ -27,12 +28,18 @@ func measureGrowth(freshDir, grownDir string, o options) ([]growRow, error) {
 		return nil, err
 	}
 	say(fmt.Sprintf("bridge.db %d MB, events.bolt %d MB", fileSize(grownDir, "bridge.db")>>20, fileSize(grownDir, "events.bolt")>>20))
-	fresh, err := startOursChild(freshDir, "ours, fresh data directory")
+	profile := func(name string) string {
+		if o.growprofile == "" {
+			return ""
+		}
+		return o.growprofile + "-" + name
+	}
+	fresh, err := startOursChild(freshDir, "ours, fresh data directory", profile("fresh"))
 	if err != nil {
 		return nil, err
 	}
 	defer fresh.close()
-	grown, err := startOursChild(grownDir, fmt.Sprintf("ours, %d runs and webhooks stored", o.grow))
+	grown, err := startOursChild(grownDir, fmt.Sprintf("ours, %d runs and webhooks stored", o.grow), profile("grown"))
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +49,13 @@ func measureGrowth(freshDir, grownDir string, o options) ([]growRow, error) {
 	rss := map[*ours]int64{}
 	for r := 0; r < o.rounds; r++ {
 		for _, s := range []*ours{fresh, grown} {
+			if o.growprofile != "" {
+				s.child.signal(syscall.SIGUSR1)
+			}
 			rate, err := measureRuns(oursRuns{s}, o.d, o.clients)
+			if o.growprofile != "" {
+				s.child.signal(syscall.SIGUSR2)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", s.label, err)
 			}

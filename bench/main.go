@@ -50,6 +50,7 @@ func main() {
 	flag.IntVar(&o.grow, "grow", 0, "also measure a data directory grown to this many completed runs and stored webhooks against a fresh one (e.g. 1000000)")
 	flag.BoolVar(&o.chat, "chat", true, "run the Chat Completions benchmark (go test -bench ChatVsDirect ../bridge/)")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of ours' first run window to this file")
+	flag.StringVar(&o.growprofile, "growprofile", "", "with -grow: CPU profiles of the fresh and the grown daemon's runs windows, PREFIX-fresh.N.cpu and PREFIX-grown.N.cpu")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -58,12 +59,12 @@ func main() {
 }
 
 type options struct {
-	d                      time.Duration
-	rounds, clients, conns int
-	systems                string
-	grow                   int
-	chat                   bool
-	cpuprofile             string
+	d                       time.Duration
+	rounds, clients, conns  int
+	systems                 string
+	grow                    int
+	chat                    bool
+	cpuprofile, growprofile string
 }
 
 func run(o options) error {

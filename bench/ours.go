@@ -62,8 +62,8 @@ func startOurs(dir string) (*ours, error) {
 }
 
 // startOursChild starts the daemon in a child process.
-func startOursChild(dir, label string) (*ours, error) {
-	c, err := startChild(dir)
+func startOursChild(dir, label, profile string) (*ours, error) {
+	c, err := startChild(dir, profile)
 	if err != nil {
 		return nil, err
 	}

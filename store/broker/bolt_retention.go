@@ -144,25 +144,33 @@ func (b *Bolt) trimTopic(ts *topicState) error {
 // retention pass reads only the messages applied since the last one and
 // those the bound now passes, instead of walking the topic back from its
 // newest message every time (on a topic of a million messages that walk
-// took seconds of CPU every RetentionInterval). The first pass after a
-// start counts once, as the walk did.
+// took seconds of CPU every RetentionInterval). After a start the tally is
+// counted back from the newest message sizeCountChunk messages per pass,
+// so that first count does not take a burst of CPU either; until it is
+// complete the size bound trims nothing.
 type sizeTally struct {
-	mu      sync.Mutex // held by trimTopic for the whole pass
-	counted bool
-	from    int64
-	next    int64
-	bytes   int64
+	mu       sync.Mutex // held by trimTopic for the whole pass
+	started  bool
+	complete bool // counted down to the bound, to floor or to the oldest message
+	chunk    int  // messages a pass counts down; 0 is sizeCountChunk
+	from     int64
+	next     int64
+	bytes    int64
 }
+
+// sizeCountChunk bounds the messages one retention pass counts back.
+const sizeCountChunk = 50_000
 
 // sized is one message's offset and size.
 type sized struct{ off, n int64 }
 
-// deleted takes deleted messages out of the tally.
+// deleted takes deleted messages out of the tally. Deletes go oldest
+// first: one inside the tally means nothing older is left to count.
 func (t *sizeTally) deleted(msgs []sized) {
 	for _, m := range msgs {
-		if t.counted && m.off >= t.from && m.off < t.next {
+		if t.started && m.off >= t.from && m.off < t.next {
 			t.bytes -= m.n
-			t.from = m.off + 1
+			t.from, t.complete = m.off+1, true
 		}
 	}
 }
@@ -173,16 +181,26 @@ func (t *sizeTally) deleted(msgs []sized) {
 // held by the caller) in step with what is stored.
 func (b *Bolt) sizeLimit(ts *topicState, floor int64) (int64, error) {
 	t := &ts.size
+	maxBytes := b.opts.RetentionMaxBytes
 	err := b.db.View(func(tx *bolt.Tx) error {
 		tb := topicBucket(tx, ts.name)
 		if tb == nil {
 			return nil
 		}
 		c := tb.Cursor()
-		if !t.counted {
-			if err := t.count(c, floor, b.opts.RetentionMaxBytes); err != nil {
-				return err
+		if !t.started {
+			// An empty tally just above the newest message, counted down
+			// below.
+			t.started, t.complete, t.bytes = true, false, 0
+			t.from = max(floor, 0) // offsets start at 0
+			if k, _ := c.Last(); k != nil {
+				off, ok := decodeOffset(k)
+				if !ok {
+					return fmt.Errorf("%w: key of %d bytes", ErrCorrupt, len(k))
+				}
+				t.from = off + 1
 			}
+			t.next = t.from
 		}
 		// What was applied since the last pass.
 		for k, v := c.Seek(offsetKey(t.next)); k != nil; k, v = c.Next() {
@@ -193,6 +211,11 @@ func (b *Bolt) sizeLimit(ts *topicState, floor int64) (int64, error) {
 			t.bytes += int64(len(k) + len(v))
 			t.next = off + 1
 		}
+		if !t.complete {
+			if err := t.countDown(c, floor, maxBytes); err != nil || !t.complete {
+				return err
+			}
+		}
 		// What the bounds now pass, oldest first: messages over the size
 		// bound, and those below floor (they go anyway).
 		for k, v := c.Seek(offsetKey(t.from)); k != nil; k, v = c.Next() {
@@ -200,7 +223,7 @@ func (b *Bolt) sizeLimit(ts *topicState, floor int64) (int64, error) {
 			if !ok {
 				return fmt.Errorf("%w: key of %d bytes", ErrCorrupt, len(k))
 			}
-			if off >= t.next || (off >= floor && t.bytes <= b.opts.RetentionMaxBytes) {
+			if off >= t.next || (off >= floor && t.bytes <= maxBytes) {
 				break
 			}
 			t.bytes -= int64(len(k) + len(v))
@@ -208,37 +231,47 @@ func (b *Bolt) sizeLimit(ts *topicState, floor int64) (int64, error) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.counted = false // counted again on the next pass
+	switch {
+	case err != nil:
+		t.started = false // counted again on the next pass
 		return math.MinInt64, err
-	}
-	if !t.counted {
-		return math.MinInt64, nil // no topic yet
+	case !t.complete:
+		return math.MinInt64, nil // no topic yet, or still counting
 	}
 	return t.from, nil
 }
 
-// count makes the tally from scratch, walking back from the newest message
-// until the size bound is passed or floor is reached.
-func (t *sizeTally) count(c *bolt.Cursor, floor, maxBytes int64) error {
-	floor = max(floor, 0) // offsets start at 0
-	t.counted, t.from, t.next, t.bytes = true, floor, floor, 0
-	newest := true
-	for k, v := c.Last(); k != nil; k, v = c.Prev() {
+// countDown extends the tally down from its oldest counted message, at
+// most sizeCountChunk messages, and marks it complete when it reaches a
+// message that would pass the size bound, one below floor, or the oldest.
+func (t *sizeTally) countDown(c *bolt.Cursor, floor, maxBytes int64) error {
+	k, v := c.Seek(offsetKey(t.from))
+	if k == nil {
+		k, v = c.Last()
+	} else {
+		k, v = c.Prev()
+	}
+	chunk := t.chunk
+	if chunk <= 0 {
+		chunk = sizeCountChunk
+	}
+	for range chunk {
+		if k == nil {
+			t.complete = true
+			return nil
+		}
 		off, ok := decodeOffset(k)
 		if !ok {
-			t.counted = false
 			return fmt.Errorf("%w: key of %d bytes", ErrCorrupt, len(k))
-		}
-		if newest {
-			t.from, t.next, newest = off+1, off+1, false
 		}
 		n := int64(len(k) + len(v))
 		if off < floor || t.bytes+n > maxBytes {
-			return nil // off and older go: the tally is [off+1, next)
+			t.complete = true // off and older go
+			return nil
 		}
 		t.bytes += n
 		t.from = off
+		k, v = c.Prev()
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -291,4 +292,60 @@ func TestBoltRetentionSizeTallyMatchesAWalk(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBoltRetentionSizeTallyCountsDownInChunks: after a start the tally is
+// counted a chunk per pass; the size bound trims nothing until the count
+// is complete, then exactly what a walk would, messages published meanwhile
+// included.
+func TestBoltRetentionSizeTallyCountsDownInChunks(t *testing.T) {
+	is := is.New(t)
+	opts := retentionOptions(-1, -1)
+	opts.RetentionMaxBytes = 20 << 10
+	b := newBoltEnv(t, opts).open()
+	rng := rand.New(rand.NewPCG(3, 4))
+	publish := func(n int) {
+		var batch []Message
+		for range n {
+			batch = append(batch, Message{Topic: "t", Value: bytes.Repeat([]byte{'x'}, rng.IntN(300))})
+		}
+		is.NoErr(b.Publish(t.Context(), batch...))
+	}
+	publish(100)
+	b.mu.RLock()
+	ts := b.topics["t"]
+	b.mu.RUnlock()
+	ts.size.chunk = 7
+	walk := func() (limit, total int64) {
+		limit = math.MinInt64
+		is.NoErr(b.db.View(func(tx *bolt.Tx) error {
+			c := topicBucket(tx, "t").Cursor()
+			for k, v := c.Last(); k != nil; k, v = c.Prev() {
+				if total += int64(len(k) + len(v)); total > opts.RetentionMaxBytes {
+					off, _ := decodeOffset(k)
+					limit, total = off+1, total-int64(len(k)+len(v))
+					return nil
+				}
+			}
+			return nil
+		}))
+		return limit, total
+	}
+	passes := 0
+	for ; passes < 100; passes++ {
+		ts.size.mu.Lock()
+		limit, err := b.sizeLimit(ts, math.MinInt64)
+		complete := ts.size.complete
+		ts.size.mu.Unlock()
+		is.NoErr(err)
+		if complete {
+			want, total := walk()
+			is.Equal(limit, want)
+			is.Equal(ts.size.bytes, total)
+			break
+		}
+		is.Equal(limit, int64(math.MinInt64)) // nothing trimmed while counting
+		publish(3)                            // counted by the next pass too
+	}
+	is.True(passes > 1 && passes < 100) // counted over several passes
 }

@@ -52,6 +52,8 @@ type BoltOptions struct {
 	RetentionMaxMessages int64
 	// RetentionMaxBytes bounds the stored bytes (keys, headers and values) of
 	// each topic, under the same rule; negative disables it. Default 512 MiB.
+	// After a start it applies once each topic's bytes are counted, which
+	// takes one pass per 50,000 stored messages (sizeTally).
 	RetentionMaxBytes int64
 	// RetentionInterval is how often retention runs in the background. Default 1m.
 	RetentionInterval time.Duration

@@ -126,6 +126,9 @@ func (b *Bolt) trimTopic(ts *topicState) error {
 			return nil
 		})
 		if err != nil {
+			// The deletes may have reached the disk even so (a failed
+			// sync after the meta page was written): count afresh.
+			ts.size.started = false
 			return err
 		}
 		ts.size.deleted(deleted)

@@ -238,6 +238,12 @@ func TestBoltRetentionSizeTallyMatchesAWalk(t *testing.T) {
 			env := newBoltEnv(t, opts)
 			b := env.open()
 			rng := rand.New(rand.NewPCG(21, uint64(len(c.name))))
+			pastSize := 0 // trims where the other bound cut past the size bound
+			defer func() {
+				if c.maxMessages >= 0 || c.maxAge >= 0 {
+					is.True(pastSize > 0)
+				}
+			}()
 			for round := range 300 {
 				if round == 150 {
 					b = env.open()
@@ -277,14 +283,19 @@ func TestBoltRetentionSizeTallyMatchesAWalk(t *testing.T) {
 					k, v := cur.Seek(offsetKey(want))
 					for ; k != nil && recordBefore(v, clock.Now().Add(-c.maxAge)); k, v = cur.Next() {
 					}
+					bySize := want
 					want = -1
 					if k != nil {
 						want, _ = decodeOffset(k)
 					}
+					if want != bySize {
+						pastSize++
+					}
 					return nil
 				}))
-				if end, err := b.Latest(t.Context(), "t"); c.maxMessages >= 0 && err == nil && want >= 0 {
-					want = max(want, end-c.maxMessages)
+				if end, err := b.Latest(t.Context(), "t"); c.maxMessages >= 0 && err == nil && want >= 0 && end-c.maxMessages > want {
+					want = end - c.maxMessages
+					pastSize++
 				}
 				is.NoErr(b.trim())
 				first, _ := retained(t, b, "t")
@@ -316,16 +327,17 @@ func TestBoltRetentionSizeTallyCountsDownInChunks(t *testing.T) {
 	ts := b.topics["t"]
 	b.mu.RUnlock()
 	ts.size.chunk = 7
+	// walk answers the lowest offset the size bound keeps (the oldest
+	// stored one when everything fits) and the bytes from it on.
 	walk := func() (limit, total int64) {
-		limit = math.MinInt64
 		is.NoErr(b.db.View(func(tx *bolt.Tx) error {
 			c := topicBucket(tx, "t").Cursor()
 			for k, v := c.Last(); k != nil; k, v = c.Prev() {
-				if total += int64(len(k) + len(v)); total > opts.RetentionMaxBytes {
-					off, _ := decodeOffset(k)
-					limit, total = off+1, total-int64(len(k)+len(v))
+				off, _ := decodeOffset(k)
+				if total+int64(len(k)+len(v)) > opts.RetentionMaxBytes {
 					return nil
 				}
+				limit, total = off, total+int64(len(k)+len(v))
 			}
 			return nil
 		}))
@@ -348,4 +360,44 @@ func TestBoltRetentionSizeTallyCountsDownInChunks(t *testing.T) {
 		publish(3)                            // counted by the next pass too
 	}
 	is.True(passes > 1 && passes < 100) // counted over several passes
+}
+
+// TestBoltRetentionSizeBoundWaitsForAGroup: messages over the size bound
+// that a group still needs stay until it lets them go, and then the size
+// bound trims exactly what a walk would.
+func TestBoltRetentionSizeBoundWaitsForAGroup(t *testing.T) {
+	is := is.New(t)
+	e := newBoltEnv(t, retentionOptions(-1, -1))
+	b := e.open()
+	publishN(t, b, "keep", 0, 20)
+	var per int64
+	is.NoErr(b.db.View(func(tx *bolt.Tx) error {
+		k, v := topicBucket(tx, "keep").Cursor().Last()
+		per = int64(len(k) + len(v))
+		return nil
+	}))
+	b.opts.RetentionMaxBytes = 5*per + per/2 // room for five of the newest
+	// The group acknowledges m0..m2 and fails everything after.
+	r := newRecorder(func(_ context.Context, m Message) error {
+		var i int
+		if _, err := fmt.Sscanf(string(m.Value), "m%d", &i); err == nil && i < 3 {
+			return nil
+		}
+		return errors.New("later")
+	})
+	s := subscribe(t, b, "slow", []string{"keep"}, r.handle)
+	r.waitValues(t, "m0", "m1", "m2", "m3")
+	is.NoErr(b.trim())
+	first, _ := retained(t, b, "keep")
+	is.Equal(first, int64(3)) // the group still needs m3 onwards
+	publishN(t, b, "keep", 20, 23)
+	is.NoErr(b.trim())
+	first, _ = retained(t, b, "keep")
+	is.Equal(first, int64(3))
+	is.NoErr(s.Close())
+	is.NoErr(b.DeleteGroup(t.Context(), "slow"))
+	is.NoErr(b.trim())
+	first, n := retained(t, b, "keep")
+	is.Equal(first, int64(18)) // m18..m22: the five newest
+	is.Equal(n, 5)
 }

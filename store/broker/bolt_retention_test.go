@@ -140,12 +140,10 @@ func TestBoltRetentionByAge(t *testing.T) {
 	is.Equal(first, int64(7))
 }
 
-func TestBoltRetentionKeepsUnacked(t *testing.T) {
-	is := is.New(t)
-	e := newBoltEnv(t, retentionOptions(5, -1))
-	b := e.open()
-	publishN(t, b, "keep", 0, 20)
-	// The group acknowledges m0..m2 and fails everything after.
+// slowGroup subscribes group "slow" to topic: it acknowledges m0..m2 and
+// fails everything after, so it holds retention at offset 3.
+func slowGroup(t *testing.T, b *Bolt, topic string) Subscription {
+	t.Helper()
 	r := newRecorder(func(_ context.Context, m Message) error {
 		var i int
 		if _, err := fmt.Sscanf(string(m.Value), "m%d", &i); err == nil && i < 3 {
@@ -153,8 +151,17 @@ func TestBoltRetentionKeepsUnacked(t *testing.T) {
 		}
 		return errors.New("later")
 	})
-	s := subscribe(t, b, "slow", []string{"keep"}, r.handle)
+	s := subscribe(t, b, "slow", []string{topic}, r.handle)
 	r.waitValues(t, "m0", "m1", "m2", "m3")
+	return s
+}
+
+func TestBoltRetentionKeepsUnacked(t *testing.T) {
+	is := is.New(t)
+	e := newBoltEnv(t, retentionOptions(5, -1))
+	b := e.open()
+	publishN(t, b, "keep", 0, 20)
+	s := slowGroup(t, b, "keep")
 	is.NoErr(b.trim())
 	first, _ := retained(t, b, "keep")
 	is.Equal(first, int64(3)) // the active group still needs m3 onwards
@@ -377,16 +384,7 @@ func TestBoltRetentionSizeBoundWaitsForAGroup(t *testing.T) {
 		return nil
 	}))
 	b.opts.RetentionMaxBytes = 5*per + per/2 // room for five of the newest
-	// The group acknowledges m0..m2 and fails everything after.
-	r := newRecorder(func(_ context.Context, m Message) error {
-		var i int
-		if _, err := fmt.Sscanf(string(m.Value), "m%d", &i); err == nil && i < 3 {
-			return nil
-		}
-		return errors.New("later")
-	})
-	s := subscribe(t, b, "slow", []string{"keep"}, r.handle)
-	r.waitValues(t, "m0", "m1", "m2", "m3")
+	s := slowGroup(t, b, "keep")
 	is.NoErr(b.trim())
 	first, _ := retained(t, b, "keep")
 	is.Equal(first, int64(3)) // the group still needs m3 onwards

@@ -153,6 +153,29 @@ func openJournaled(t *testing.T, dbPath, jPath string) (*bolt.DB, *Bolt) {
 	return db, b
 }
 
+// replayed opens dbPath with the journal at jPath, reads every message of
+// topic (in pages) and its log end, and closes both.
+func replayed(t *testing.T, dbPath, jPath, topic string) (got []Message, latest int64) {
+	t.Helper()
+	db, b := openJournaled(t, dbPath, jPath)
+	defer db.Close()
+	defer b.Close()
+	latest, err := b.Latest(t.Context(), topic)
+	if err != nil {
+		t.Fatalf("latest %s: %v", topic, err)
+	}
+	for {
+		page, err := b.Read(t.Context(), topic, int64(len(got)), maxReadLimit)
+		if err != nil {
+			t.Fatalf("read %s: %v", topic, err)
+		}
+		if len(page) == 0 {
+			return got, latest
+		}
+		got = append(got, page...)
+	}
+}
+
 func TestBoltJournalReplay(t *testing.T) {
 	is := is.New(t)
 	dbPath, jPath, _ := crashJournal(t, t.TempDir(), 10, 4)
@@ -188,14 +211,8 @@ func TestBoltJournalTornTail(t *testing.T) {
 		d, j := filepath.Join(dir, "events.bolt"), filepath.Join(dir, "events.journal")
 		is.NoErr(os.WriteFile(d, dbBytes, 0o600))
 		is.NoErr(os.WriteFile(j, journal, 0o600))
-		db, b := openJournaled(t, d, j)
-		defer db.Close()
-		defer b.Close()
-		n, err := b.Latest(t.Context(), "j")
-		is.NoErr(err)
-		is.Equal(n, int64(want))
-		got, err := b.Read(t.Context(), "j", 0, 100)
-		is.NoErr(err)
+		got, latest := replayed(t, d, j, "j")
+		is.Equal(latest, int64(want))
 		is.Equal(len(got), want)
 	}
 	for cut := ends[2]; cut < ends[4]; cut++ {
@@ -281,16 +298,7 @@ func TestBoltJournalSurvivesSIGKILL(t *testing.T) {
 		}
 		is.True(total >= killAt) // the child ran
 
-		db, b := openJournaled(t, path, jPath)
-		var got []Message
-		for { // in pages: the rounds add up to more than one Read returns
-			page, err := b.Read(t.Context(), "crash", int64(len(got)), maxReadLimit)
-			is.NoErr(err)
-			if len(page) == 0 {
-				break
-			}
-			got = append(got, page...)
-		}
+		got, _ := replayed(t, path, jPath, "crash") // in pages: the rounds add up to more than one Read returns
 		last := map[string]int{}
 		seen := map[string]bool{}
 		for i, m := range got {
@@ -316,8 +324,6 @@ func TestBoltJournalSurvivesSIGKILL(t *testing.T) {
 			}
 		}
 		t.Logf("round %d: killed after %d acknowledgements; %d messages on disk", round, total, len(got))
-		is.NoErr(b.Close())
-		is.NoErr(db.Close())
 	}
 }
 
@@ -358,11 +364,7 @@ func TestBoltJournalSurvivesCompaction(t *testing.T) {
 	is.NoErr(bolt.Compact(dst, src, 1<<20))
 	is.NoErr(dst.Close())
 	is.NoErr(src.Close())
-	db, b := openJournaled(t, compacted, jPath)
-	defer db.Close()
-	defer b.Close()
-	got, err := b.Read(t.Context(), "j", 0, 100)
-	is.NoErr(err)
+	got, _ := replayed(t, compacted, jPath, "j")
 	is.Equal(len(got), 6)
 }
 
@@ -397,11 +399,7 @@ func TestBoltJournalReplaysBothFiles(t *testing.T) {
 			is.NoErr(j.close())
 			is.NoErr(db.Close())
 
-			db, b := openJournaled(t, dbPath, jPath)
-			defer db.Close()
-			defer b.Close()
-			got, err := b.Read(t.Context(), "j", 0, 100)
-			is.NoErr(err)
+			got, _ := replayed(t, dbPath, jPath, "j")
 			is.Equal(len(got), 10)
 			for i, m := range got {
 				is.Equal(string(m.Value), fmt.Sprintf("v%d", i))

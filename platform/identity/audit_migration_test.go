@@ -85,8 +85,7 @@ func TestAccessDecisionsMigrated(t *testing.T) {
 	is.NoErr(err)
 	defer db.Close()
 	is.Equal(auditRows(t, db, ""), before)
-	var contexts int
-	is.NoErr(db.Reader().QueryRow(`SELECT count(*) FROM platform_access_contexts`).Scan(&contexts))
+	contexts := contextRows(t, db)
 	is.Equal(contexts, 3) // allowed, refused, the bad token
 
 	// New decisions: the same context as converted rows, and a new one.
@@ -99,7 +98,7 @@ func TestAccessDecisionsMigrated(t *testing.T) {
 	d.RequestID, d.Action, d.Capability = "req-new2", "delegate", "grant.create"
 	a.Record(d)
 	is.NoErr(a.Close())
-	is.NoErr(db.Reader().QueryRow(`SELECT count(*) FROM platform_access_contexts`).Scan(&contexts))
+	contexts = contextRows(t, db)
 	is.Equal(contexts, 4)
 	is.Equal(auditRows(t, db, "WHERE request_id = ?", "req-new"), []string{
 		"int64:8|int64:3000|string:req-new|string:POST|string:" + route + "|string:p1|string:authorize|string:run.start|string:t1|string:pr1|string:e1|string:res|int64:1|string:allowed|string:g1|"})
@@ -119,13 +118,9 @@ func TestAccessDecisionsMigrated(t *testing.T) {
 
 	// Retention deletes decisions, and the contexts no decision left refers
 	// to; the contexts of the two decisions kept stay.
-	is.NoErr(db.Write(ctx, func(tx *sql.Tx) error {
-		n, err := a.Prune(ctx, tx, time.UnixMilli(2500))
-		is.Equal(n, int64(7))
-		return err
-	}))
+	is.Equal(prune(t, db, a, 2500), int64(7))
 	is.Equal(len(auditRows(t, db, "")), 2)
-	is.NoErr(db.Reader().QueryRow(`SELECT count(*) FROM platform_access_contexts`).Scan(&contexts))
+	contexts = contextRows(t, db)
 	is.Equal(contexts, 2)
 }
 
@@ -144,13 +139,8 @@ func TestPrunedContextRecordedAgain(t *testing.T) {
 	a.Record(d("old", 1000, "GET"))
 	a.Record(d("other", 3000, "POST")) // keeps the largest key alive
 	is.NoErr(a.Flush(ctx))
-	is.NoErr(db.Write(ctx, func(tx *sql.Tx) error {
-		n, err := a.Prune(ctx, tx, time.UnixMilli(2000))
-		is.Equal(n, int64(1))
-		return err
-	}))
-	var contexts int
-	is.NoErr(db.Reader().QueryRow(`SELECT count(*) FROM platform_access_contexts`).Scan(&contexts))
+	is.Equal(prune(t, db, a, 2000), int64(1))
+	contexts := contextRows(t, db)
 	is.Equal(contexts, 1) // GET's context went with its decision
 
 	// A new context takes the next key; the GET decision's context is
@@ -184,4 +174,28 @@ func TestContextCacheBounded(t *testing.T) {
 	is.True(len(a.contexts) <= maxCachedContexts) // flushed: the writer is idle
 	is.NoErr(a.Close())
 	is.Equal(len(auditRows(t, db, "")), n)
+}
+
+// contextRows counts the stored access contexts.
+func contextRows(t *testing.T, db *store.DB) int {
+	t.Helper()
+	var n int
+	if err := db.Reader().QueryRow(`SELECT count(*) FROM platform_access_contexts`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// prune runs the audit log's retention for decisions before ms and
+// answers how many it deleted.
+func prune(t *testing.T, db *store.DB, a *AuditLog, ms int64) int64 {
+	t.Helper()
+	var n int64
+	if err := db.Write(context.Background(), func(tx *sql.Tx) (err error) {
+		n, err = a.Prune(context.Background(), tx, time.UnixMilli(ms))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -129,8 +129,7 @@ func TestFlushStartWithInputFile(t *testing.T) {
 	h := newHarness(t)
 	op := h.localToken()
 	E := ePath(h)
-	wf := h.mustPublish(op, "workflows", fileEchoWorkflow, "file-echo-workflow").ID
-	act := h.mustActivate(E, op, map[string]any{"published_version_id": wf}, "file-echo-activation", "").ID
+	act := h.activateHTTP("file-echo", fileEchoWorkflow)
 	content := randomBytes(t, 1000)
 	invoice := h.uploadFile(op, "invoice.pdf", content, 0)
 
@@ -207,9 +206,7 @@ func TestFlushRefusedInStart(t *testing.T) {
 	h := newHarness(t)
 	op := h.localToken()
 	E := ePath(h)
-	h.mustPublish(op, "actions", mismatchAction, "mismatch-action")
-	wf := h.mustPublish(op, "workflows", mismatchWorkflow, "mismatch-workflow").ID
-	act := h.mustActivate(E, op, map[string]any{"published_version_id": wf}, "mismatch-activation", "").ID
+	act := h.activateHTTP("mismatch", mismatchWorkflow, mismatchAction)
 
 	run := h.mustStartRun(op, map[string]any{"activation_id": act}, "flush-mismatch")
 	// The refused output fails the step, which suspends the run on an

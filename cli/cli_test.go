@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -119,6 +121,26 @@ func TestStatusStaleDaemonFile(t *testing.T) {
 	code, out, _ := run(context.Background(), "status", "--data-dir", dir)
 	is.Equal(code, ExitNotRunning)
 	is.True(strings.Contains(out, "stale daemon.json"))
+}
+
+// TestStatusNotReady: a daemon that answers /health/ready with 503 (a busy
+// database, a restricted project) is running, not ready; it is not taken
+// for a stale daemon.json.
+func TestStatusNotReady(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.Write([]byte(`{"status":503,"code":"PF-UNAVAILABLE","message":"the service is restricted"}`))
+	}))
+	defer srv.Close()
+	data, _ := json.Marshal(daemon.State{PID: os.Getpid(), ServicesURL: srv.URL, BridgeURL: srv.URL, StartedAt: time.Now()})
+	is.NoErr(os.WriteFile(filepath.Join(dir, daemon.DaemonFile), data, 0o600))
+	code, out, _ := run(context.Background(), "status", "--data-dir", dir)
+	is.Equal(code, 0)
+	is.True(strings.Contains(out, "health:       not ready: the service is restricted"))
+	is.True(!strings.Contains(out, "stale"))
 }
 
 func TestVersion(t *testing.T) {

@@ -34,7 +34,8 @@ func (a *app) daemonClient(ctx context.Context) (*daemonConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := probeHealth(ctx, st.ServicesURL); err != nil {
+	var answered *client.Error
+	if err := probeHealth(ctx, st.ServicesURL); err != nil && !errors.As(err, &answered) {
 		return nil, withCode(ExitNotRunning, fmt.Errorf("the daemon is not answering at %s (stale daemon.json from pid %d?)", st.ServicesURL, st.PID))
 	}
 	tok, err := daemon.ReadOwnerToken(filepath.Join(dir, daemon.OwnerTokenFile))

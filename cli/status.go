@@ -24,7 +24,8 @@ func ensureDir(dir string) error {
 // probeHealth asks a services listener whether it is ready. A stopped
 // daemon's port refuses at once; the timeout only bounds a daemon that
 // accepts but does not answer, and is long enough for a busy daemon not to
-// be taken for a stopped one.
+// be taken for a stopped one. A daemon that answers but is not ready gives
+// a *client.Error; nothing answering gives any other error.
 func probeHealth(ctx context.Context, servicesURL string) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -61,8 +62,14 @@ Exit codes: 0 running, 3 not running, 1 other errors.`,
 			}
 			health := "ready"
 			if err := probeHealth(cmd.Context(), st.ServicesURL); err != nil {
-				// daemon.json outlives a daemon killed with SIGKILL.
-				return a.notRunning(asJSON, dir, fmt.Sprintf("stale daemon.json from pid %d", st.PID))
+				var answered *client.Error
+				if !errors.As(err, &answered) {
+					// daemon.json outlives a daemon killed with SIGKILL.
+					return a.notRunning(asJSON, dir, fmt.Sprintf("stale daemon.json from pid %d", st.PID))
+				}
+				// It answered: running, but not ready (a busy database,
+				// a restricted project).
+				health = "not ready: " + answered.Message
 			}
 			uptime := time.Since(st.StartedAt).Truncate(time.Second)
 			// Provider availability and job counts come from the bridge API;

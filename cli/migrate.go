@@ -38,7 +38,7 @@ it applied. A data directory created by an older bridge must be migrated before
 				if st, serr := daemon.ReadState(dir); serr == nil {
 					return fmt.Errorf("the daemon is running (pid %d); stop it before migrating", st.PID)
 				}
-				return fmt.Errorf("a daemon (or another bridge migrate) is using %s; stop it before migrating", dir)
+				return fmt.Errorf("%w (%s); stop it before migrating", err, dir)
 			}
 			if err != nil {
 				return err

@@ -302,9 +302,11 @@ func (v *Verifier) Verify(ctx context.Context, rawToken string) (*Claims, error)
 		}
 		if ok {
 			e := memoEntry{key: k.Key, expires: c.Expiry.Add(st.leeway), st: st, kid: header.KeyID, alg: alg}
-			if len(payload) <= memoClaimsMax {
-				e.claims = c
+			if len(payload) > memoClaimsMax {
+				v.memo.put(h, e, v.now())
+				return c, nil // not kept: the caller's own
 			}
+			e.claims = c
 			v.memo.put(h, e, v.now())
 			return copyClaims(c), nil
 		}

@@ -43,7 +43,6 @@ const (
 	codeConfigInvalid    = "CONFIG_INVALID"
 	codeConnectionFailed = "CONNECTION_FAILED"
 	codeResponseTooLarge = "RESPONSE_TOO_LARGE"
-	codeOutputInvalid    = "OUTPUT_INVALID"
 	codeExecutorError    = "EXECUTOR_ERROR"
 )
 
@@ -203,7 +202,7 @@ func callHTTP(ctx context.Context, client *http.Client, t *kernel.TaskSpec, shap
 		err = shape.check(out)
 	}
 	if err != nil {
-		return outcome{Err: &kernel.TaskError{Code: codeOutputInvalid, Message: err.Error()}, Note: note}
+		return outcome{Err: &kernel.TaskError{Code: kernel.ErrCodeOutputInvalid, Message: err.Error()}, Note: note}
 	}
 	return outcome{Output: out, Note: note}
 }

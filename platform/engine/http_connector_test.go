@@ -213,7 +213,7 @@ func TestHTTPResponseMapping(t *testing.T) {
 		return errors.New("kernel: PF-VALIDATION: the output does not match the pinned output schema")
 	}})
 	is.Equal(checked, `[1, 2]`)
-	is.Equal(o.Err.Code, codeOutputInvalid)
+	is.Equal(o.Err.Code, kernel.ErrCodeOutputInvalid)
 	is.True(!o.Retryable)
 	is.True(strings.Contains(o.Err.Message, "pinned output schema"))
 	is.True(strings.Contains(o.Note, "→ 200 in"))

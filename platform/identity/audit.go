@@ -242,9 +242,7 @@ func (a *AuditLog) write(batch []api.Decision) {
 		if len(a.contexts)+len(added) > maxCachedContexts {
 			clear(a.contexts)
 		}
-		if len(added) <= maxCachedContexts {
-			maps.Copy(a.contexts, added)
-		}
+		maps.Copy(a.contexts, added) // a batch adds fewer than the cap
 	}
 	a.pending.Add(-int64(len(batch)))
 	if err != nil {

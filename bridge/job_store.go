@@ -119,7 +119,8 @@ type newJob struct {
 // createJobQueued queues the creation of row (jobRow) without waiting for
 // its commit; the channel yields the result. Chat completions use it to
 // start the job in the same commit, and give the same row to its first
-// turn (firstTurn), so an auto profile's CLI is picked once.
+// turn (firstTurn), so the row's provider is picked once (the turn picks
+// its CLI again in resolve).
 func (s *Service) createJobQueued(ctx context.Context, row Job) <-chan error {
 	var ev pending
 	return s.db.Go(ctx, func(tx *sql.Tx) error {

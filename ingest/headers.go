@@ -108,19 +108,20 @@ func (p *headerPolicy) isCredentialCached(name string) bool {
 		return c
 	}
 	c = p.isCredential(name)
+	// Names are client-chosen: only short ones are remembered, and a full
+	// cache starts over, so junk names neither pin memory nor lock out the
+	// names that come later.
+	if len(name) > maxCachedHeaderName {
+		return c
+	}
 	p.mu.Lock()
 	if p.credOf == nil {
 		p.credOf = make(map[string]bool)
 	}
-	// Names are client-chosen: only short ones are remembered, and a full
-	// cache starts over, so junk names neither pin memory nor lock out the
-	// names that come later.
-	if len(name) <= maxCachedHeaderName {
-		if len(p.credOf) >= maxCachedHeaderNames {
-			clear(p.credOf)
-		}
-		p.credOf[name] = c
+	if len(p.credOf) >= maxCachedHeaderNames {
+		clear(p.credOf)
 	}
+	p.credOf[name] = c
 	p.mu.Unlock()
 	return c
 }

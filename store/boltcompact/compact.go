@@ -207,5 +207,5 @@ func syncDirOn(goos, dir string) error {
 
 // dirSyncUnsupported reports a directory sync the filesystem does not do.
 func dirSyncUnsupported(err error) bool {
-	return errors.Is(err, errors.ErrUnsupported) || errors.Is(err, syscall.EINVAL) || errors.Is(err, os.ErrInvalid)
+	return errors.Is(err, errors.ErrUnsupported) || errors.Is(err, syscall.EINVAL)
 }

@@ -124,7 +124,7 @@ func (b *Bolt) makeRoom() error {
 		b.amu.Unlock()
 		if !wait {
 			if other := 1 - j.cur; j.pos >= b.opts.JournalRewindBytes {
-				if j.last[other] == 0 || applied >= j.last[other] {
+				if applied >= j.last[other] {
 					j.switchFile()
 				} else {
 					// The switch waits for bbolt to hold the other file:

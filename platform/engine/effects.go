@@ -149,7 +149,7 @@ func (s *Service) startChild(ctx context.Context, tx *sql.Tx, caller *runRow, c 
 	child := runRow{ID: c.ID, Tenant: caller.Tenant, Project: caller.Project, Environment: caller.Environment,
 		ActivationID: caller.ActivationID, CreatedAt: now, UpdatedAt: now, CreatedBy: caller.CreatedBy,
 		PublishedVersionID: version, CallerRunID: &callerID, CallerChildID: &childID, Test: caller.Test}
-	if err := insertRun(ctx, tx, child); err != nil {
+	if err := insertRun(ctx, tx, &child); err != nil {
 		return err
 	}
 	input := c.Input

@@ -200,7 +200,9 @@ func TestRunKeysMigration(t *testing.T) {
 	defer raw.Close()
 	tx, err := raw.Begin()
 	is.NoErr(err)
-	is.NoErr(insertRun(ctx, tx, runRow{ID: "01a21c20-e2c8-72e3-b907-c170ec150f2f", Tenant: "t", Project: "p", Environment: "e", ActivationID: "a", CreatedBy: "u"}))
+	added := runRow{ID: "01a21c20-e2c8-72e3-b907-c170ec150f2f", Tenant: "t", Project: "p", Environment: "e", ActivationID: "a", CreatedBy: "u"}
+	is.NoErr(insertRun(ctx, tx, &added))
+	is.Equal(added.Key, int64(3)) // answered to the caller, as stored
 	is.NoErr(writeLog(ctx, tx, runs[0], logLine{At: time.UnixMilli(20), Type: "later", Message: "m"}))
 	is.NoErr(tx.Commit())
 	var id, key int64

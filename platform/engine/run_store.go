@@ -112,9 +112,13 @@ func (s *Service) getRun(ctx context.Context, q store.Querier, env, id string) (
 	return r, nil
 }
 
-// insertRun stores a new run, before its started event.
-func insertRun(ctx context.Context, tx *sql.Tx, r runRow) error {
-	_, err := insertRunState(ctx, tx, r, "running", "{}", 1, false)
+// insertRun stores a new run, before its started event, and sets its key,
+// so the transaction's events and log lines name the run by it.
+func insertRun(ctx context.Context, tx *sql.Tx, r *runRow) error {
+	key, err := insertRunState(ctx, tx, *r, "running", "{}", 1, false)
+	if err == nil {
+		r.Key = key
+	}
 	return err
 }
 

@@ -39,7 +39,7 @@ func TestInsertManyRows(t *testing.T) {
 	}
 	tx, err := db.Begin()
 	is.NoErr(err)
-	is.NoErr(insertRun(ctx, tx, runRow{ID: run, Tenant: "t", Project: "p", Environment: "e", ActivationID: "a", CreatedBy: "u"}))
+	is.NoErr(insertRun(ctx, tx, &runRow{ID: run, Tenant: "t", Project: "p", Environment: "e", ActivationID: "a", CreatedBy: "u"}))
 	is.NoErr(insertKeyedEvents(ctx, tx, run, 0, events))
 	is.NoErr(insertOutbox(ctx, tx, run, outbox))
 	is.NoErr(tx.Commit())

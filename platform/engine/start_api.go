@@ -153,7 +153,7 @@ func (rs *RunStart) commit(ctx context.Context, tx *sql.Tx) (runRow, error) {
 	// attached to it first.
 	c := runCursor{r: run, p: rs.p, loaded: true, noInbox: true, unstored: len(rs.p.files.Input) == 0}
 	if !c.unstored {
-		if err := insertRun(ctx, tx, run); err != nil {
+		if err := insertRun(ctx, tx, &c.r); err != nil {
 			return runRow{}, err
 		}
 	}
